@@ -1,0 +1,279 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * libbeacon: the protocol core of mod_proxy_beacon.
+ *
+ * Wire format v1 (docs: README.md, "Wire format"):
+ *
+ *   BEACON url=<origin> host=<name> pid=<n> seq=<n> ts=<usec> mac=<16 hex>
+ *
+ * This library knows the protocol and nothing of httpd: it depends on APR
+ * and APR-util only (SipHash-2-4 and SHA-1 come from APR-util). It never
+ * allocates on the datagram path, keeps no global state, and takes the
+ * clock from its caller, so every time-dependent decision can be tested.
+ * It returns outcomes; logging is the caller's business.
+ */
+#ifndef BEACON_H
+#define BEACON_H
+
+#include <stddef.h>
+
+#include <apr.h>
+#include <apr_time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BEACON_KEY_LEN 16          /* SipHash-2-4 key, bytes */
+#define BEACON_MAC_LEN 8           /* SipHash-2-4 tag, bytes */
+#define BEACON_MAX_DATAGRAM 2048   /* larger datagrams are dropped whole */
+#define BEACON_URL_MAX 300         /* canonical url incl. NUL; longer = unacceptable */
+#define BEACON_TS_MAX_DIGITS 18
+#define BEACON_TABLE_CAPACITY 256  /* announced urls tracked per receiver */
+
+/* ------------------------------------------------------------------ */
+/* Key                                                                 */
+
+typedef struct {
+    unsigned char bytes[BEACON_KEY_LEN];
+} beacon_key_t;
+
+/*
+ * Parses a ProxyBeaconSecret value: "hex:" followed by exactly 32 hex digits,
+ * or a passphrase of at least 16 bytes (key = first 16 bytes of its SHA-1).
+ * Returns NULL on success, else a static one-line message fit for a
+ * configuration error; it never contains the secret. *key is untouched on
+ * error.
+ */
+const char *beacon_key_parse(const char *secret, beacon_key_t *key);
+
+/* The 8-byte SipHash-2-4 tag of buf[0..len) under key. */
+void beacon_mac(const beacon_key_t *key, const void *buf, apr_size_t len,
+                unsigned char mac[BEACON_MAC_LEN]);
+
+/* ------------------------------------------------------------------ */
+/* Sender                                                              */
+
+typedef struct {
+    const char *url;   /* origin, or NULL for a heartbeat without url */
+    const char *host;  /* sender's host name, or NULL to omit */
+    apr_int64_t pid;   /* sender's pid, or < 0 to omit */
+    apr_int64_t seq;   /* counter, or < 0 to omit */
+    apr_int64_t ts;    /* microseconds since the epoch, >= 0 */
+    const char *state; /* e.g. "leaving", or NULL to omit */
+} beacon_announcement_t;
+
+/*
+ * Writes the signed datagram for a into buf (NUL-terminated) in the wire
+ * order url, host, pid, seq, ts, state, mac. Returns its length, or -1 when
+ * a value is empty or holds a space or a non-printable byte, ts is out of
+ * range, or the datagram would exceed BEACON_MAX_DATAGRAM or bufsize - 1.
+ */
+int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
+                  const beacon_key_t *key);
+
+/*
+ * A timestamp source that never goes backwards: returns max(now, last + 1)
+ * and remembers it in *last. The sender passes the wall clock as now.
+ */
+apr_int64_t beacon_next_ts(apr_int64_t *last, apr_time_t now);
+
+/* ------------------------------------------------------------------ */
+/* Outcomes                                                            */
+
+/* One value per drop reason; beacon_reason_name() gives the log fragment. */
+typedef enum {
+    BEACON_OK = 0,
+    BEACON_DROP_OVERSIZE,         /* "oversize datagram" */
+    BEACON_DROP_EMBEDDED_NUL,     /* "embedded NUL" */
+    BEACON_DROP_BAD_FRAME,        /* "bad frame" */
+    BEACON_DROP_MAC_MISMATCH,     /* "mac mismatch" */
+    BEACON_DROP_DUPLICATE_FIELD,  /* "duplicate field" */
+    BEACON_DROP_BAD_TS,           /* "bad ts" */
+    BEACON_DROP_STALE_TS,         /* "stale ts" */
+    BEACON_DROP_UNACCEPTABLE_URL, /* "unacceptable url" */
+    BEACON_DROP_REPLAYED_TS,      /* "replayed/reordered ts" */
+    BEACON_DROP_TABLE_FULL,       /* "member table full" */
+    BEACON_DROP_NOT_MANAGED,      /* "member not managed by beacon" */
+    BEACON_REASON_COUNT
+} beacon_reason_t;
+
+/* The log fragment of a reason ("mac mismatch"); "ok" for BEACON_OK. */
+const char *beacon_reason_name(beacon_reason_t reason);
+
+/* A stable identifier for counters and status keys ("mac_mismatch"). */
+const char *beacon_reason_id(beacon_reason_t reason);
+
+/* ------------------------------------------------------------------ */
+/* Receiver: steps 1 to 5 of the wire format                           */
+
+typedef struct {
+    const char *ptr; /* into the caller's datagram buffer; NULL = absent */
+    apr_size_t len;
+} beacon_span_t;
+
+typedef struct {
+    beacon_span_t url, host, pid, seq, state;
+    apr_int64_t ts;
+} beacon_datagram_t;
+
+/*
+ * Checks buf[0..len) in the wire format's order: size, NUL, frame, MAC
+ * (constant time, before any field is interpreted), duplicate fields, ts
+ * syntax, and freshness (|ts - now| <= max_skew, both in microseconds).
+ * On BEACON_OK, out's spans point into buf (which need not be
+ * NUL-terminated); on a drop, out is unspecified.
+ */
+beacon_reason_t beacon_verify(const char *buf, apr_size_t len,
+                              const beacon_key_t *key, apr_time_t now,
+                              apr_interval_time_t max_skew,
+                              beacon_datagram_t *out);
+
+/* ------------------------------------------------------------------ */
+/* Member identity                                                     */
+
+/*
+ * Canonicalizes an origin scheme://host[:port][/] into out (NUL-terminated):
+ * scheme and host lower-cased, the scheme's default port dropped, one
+ * trailing '/' ignored, an IPv6 literal rewritten in its RFC 5952 form.
+ * Returns NULL on success, else a static message saying what is wrong
+ * ("a path is not allowed", ...). Rejected: paths other than "/", queries,
+ * fragments, userinfo, ports that are 0, above 65535 or not decimal, a
+ * missing host, non-printable bytes, the "unix:" socket form, and results
+ * longer than outsize - 1.
+ */
+const char *beacon_url_canonicalize(const char *url, apr_size_t len, char *out,
+                                    apr_size_t outsize);
+
+/* ------------------------------------------------------------------ */
+/* Lease and replay table                                              */
+
+typedef enum {
+    BEACON_REC_FREE = 0,    /* slot unused */
+    BEACON_REC_NEW,         /* accepted, not yet added */
+    BEACON_REC_PENDING,     /* add failed; retry after retry_at */
+    BEACON_REC_ACTIVE,      /* a member in rotation, lease running */
+    BEACON_REC_EVICTED,     /* lease lapsed or leaving: disabled */
+    BEACON_REC_NOT_MANAGED  /* the balancer has this url, not created by us */
+} beacon_state_t;
+
+/* What the caller must do to the balancer after an accepted announcement. */
+typedef enum {
+    BEACON_ACT_NONE = 0,
+    BEACON_ACT_ADD,       /* create the member; report with added/add_failed */
+    BEACON_ACT_ENABLE,    /* clear Disabled: it was evicted and is back */
+    BEACON_ACT_DISABLE,   /* set Disabled: it announced state=leaving */
+    BEACON_ACT_WAIT,      /* an add failed recently; back-off not over */
+    BEACON_ACT_NOT_MANAGED /* leave alone: not created by beacon */
+} beacon_action_t;
+
+typedef struct {
+    char url[BEACON_URL_MAX];  /* canonical url, the key */
+    beacon_state_t state;
+    apr_int64_t high_ts;       /* replay high-water mark; 0 = none yet */
+    apr_time_t last_seen;      /* receiver clock at the last acceptance */
+    apr_time_t retry_at;       /* PENDING: earliest next add */
+    apr_interval_time_t backoff; /* PENDING: the current back-off */
+    apr_uint32_t hash;
+    apr_int16_t next;          /* bucket chain, index or -1 */
+} beacon_record_t;
+
+#define BEACON_TABLE_BUCKETS 512   /* power of two, 2 x capacity */
+#define BEACON_BACKOFF_MIN apr_time_from_sec(1)
+#define BEACON_BACKOFF_MAX apr_time_from_sec(64)
+
+/*
+ * A fixed-size table the caller places where it likes (pool, stack). Records
+ * are linked by index, never by pointer, so the table may be copied.
+ */
+typedef struct {
+    beacon_record_t rec[BEACON_TABLE_CAPACITY];
+    apr_int16_t bucket[BEACON_TABLE_BUCKETS];
+    apr_int16_t free_head;     /* chain of free slots through rec[].next */
+    unsigned count;            /* records in use */
+    apr_interval_time_t timeout;  /* lease; 0 = never evict */
+    apr_interval_time_t max_skew; /* release after > 2 x max_skew of silence */
+} beacon_table_t;
+
+void beacon_table_init(beacon_table_t *t, apr_interval_time_t timeout,
+                       apr_interval_time_t max_skew);
+
+beacon_record_t *beacon_table_find(beacon_table_t *t, const char *url);
+
+/*
+ * Step 7 and the state machine for one verified announcement of canonical
+ * url with timestamp ts, received at now. Creates the record if new
+ * (BEACON_DROP_TABLE_FULL when all are in use); BEACON_DROP_REPLAYED_TS
+ * unless ts > the record's high-water mark. On BEACON_OK the lease is
+ * renewed, *rec points to the record and *action says what to do; leaving
+ * is non-zero for state=leaving. A NOT_MANAGED record gives
+ * BEACON_DROP_NOT_MANAGED (with *rec set). state=leaving from a url never
+ * added (NEW, PENDING) changes nothing.
+ */
+beacon_reason_t beacon_table_accept(beacon_table_t *t, const char *url,
+                                    apr_int64_t ts, int leaving, apr_time_t now,
+                                    beacon_record_t **rec,
+                                    beacon_action_t *action);
+
+/* Outcome of BEACON_ACT_ADD: ACTIVE, or PENDING with a doubled back-off. */
+void beacon_table_added(beacon_record_t *rec);
+void beacon_table_add_failed(beacon_record_t *rec, apr_time_t now);
+/* The balancer already holds the url, and beacon did not create it. */
+void beacon_table_not_managed(beacon_record_t *rec);
+
+/*
+ * Returns the next ACTIVE record whose lease lapsed at now (silent for
+ * more than timeout), after marking it EVICTED: the caller takes it out of
+ * rotation. Start with *cursor = 0; NULL when there are no more.
+ * Never returns anything when timeout is 0.
+ */
+beacon_record_t *beacon_table_next_lapsed(beacon_table_t *t, apr_time_t now,
+                                          unsigned *cursor);
+
+/*
+ * Releases EVICTED, PENDING and NOT_MANAGED records silent for more than
+ * 2 x max_skew: by then every datagram they accepted is stale, so dropping
+ * the high-water mark admits no replay. Returns how many were released.
+ */
+unsigned beacon_table_release(beacon_table_t *t, apr_time_t now);
+
+/*
+ * The earliest time at which a lease lapses or a record can be released;
+ * 0 when nothing is due. (A pending add is retried on the member's next
+ * announcement after retry_at, so it sets no deadline.)
+ */
+apr_time_t beacon_table_next_deadline(const beacon_table_t *t);
+
+/*
+ * Adopts an existing beacon member (watchdog hand-off, restart): a record
+ * with a fresh lease from now, ACTIVE, or EVICTED when it is disabled.
+ * The high-water mark is unknown (0). Returns BEACON_OK, or
+ * BEACON_DROP_TABLE_FULL; an existing record is left as it is.
+ */
+beacon_reason_t beacon_table_adopt(beacon_table_t *t, const char *url,
+                                   int disabled, apr_time_t now);
+
+/* ------------------------------------------------------------------ */
+/* All receiver steps at once                                          */
+
+typedef struct {
+    beacon_datagram_t dg;
+    char url[BEACON_URL_MAX]; /* canonical url; "" for a heartbeat */
+    beacon_record_t *rec;     /* NULL for a heartbeat */
+    beacon_action_t action;
+} beacon_event_t;
+
+/*
+ * Steps 1 to 7 of the wire format for one datagram: beacon_verify, then
+ * (when a url is present) beacon_url_canonicalize and beacon_table_accept.
+ * A heartbeat (no url) gives BEACON_OK with ev->rec NULL and no action.
+ */
+beacon_reason_t beacon_receive(beacon_table_t *t, const beacon_key_t *key,
+                               const char *buf, apr_size_t len, apr_time_t now,
+                               beacon_event_t *ev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BEACON_H */

@@ -1,0 +1,15 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/* Helpers shared by libbeacon's sources; not part of the public API. */
+#ifndef BEACON_PRIVATE_H
+#define BEACON_PRIVATE_H
+
+#include "beacon.h"
+
+/* 0-15 for a hex digit of either case, -1 otherwise. */
+int beacon_hex_value(char c);
+
+/* Zeroes key material in a way the optimizer keeps. */
+void beacon_wipe(void *p, apr_size_t len);
+
+#endif /* BEACON_PRIVATE_H */

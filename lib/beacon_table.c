@@ -1,0 +1,292 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * The lease and replay table: one record per canonical url, in a fixed
+ * array linked by index (no pointers inside, no allocation after init).
+ * The caller passes the clock in and carries out the actions the table
+ * returns; the table only decides.
+ */
+
+#include <string.h>
+
+#include "beacon.h"
+
+#define NO_INDEX (-1)
+
+static apr_uint32_t url_hash(const char *url)
+{
+    apr_uint32_t h = 2166136261u; /* FNV-1a */
+
+    while (*url) {
+        h = (h ^ (unsigned char)*url++) * 16777619u;
+    }
+    return h;
+}
+
+static apr_int16_t *bucket_of(beacon_table_t *t, apr_uint32_t hash)
+{
+    return &t->bucket[hash & (BEACON_TABLE_BUCKETS - 1)];
+}
+
+void beacon_table_init(beacon_table_t *t, apr_interval_time_t timeout,
+                       apr_interval_time_t max_skew)
+{
+    int i;
+
+    memset(t, 0, sizeof(*t));
+    for (i = 0; i < BEACON_TABLE_BUCKETS; i++) {
+        t->bucket[i] = NO_INDEX;
+    }
+    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+        t->rec[i].next = (apr_int16_t)(i + 1 < BEACON_TABLE_CAPACITY ? i + 1
+                                                                     : NO_INDEX);
+    }
+    t->free_head = 0;
+    t->timeout = timeout;
+    t->max_skew = max_skew;
+}
+
+beacon_record_t *beacon_table_find(beacon_table_t *t, const char *url)
+{
+    apr_uint32_t hash = url_hash(url);
+    apr_int16_t i;
+
+    for (i = *bucket_of(t, hash); i != NO_INDEX; i = t->rec[i].next) {
+        if (t->rec[i].hash == hash && strcmp(t->rec[i].url, url) == 0) {
+            return &t->rec[i];
+        }
+    }
+    return NULL;
+}
+
+/* A new record for url (which must fit), or NULL when the table is full. */
+static beacon_record_t *insert(beacon_table_t *t, const char *url,
+                               beacon_state_t state, apr_time_t now)
+{
+    apr_int16_t i = t->free_head;
+    apr_int16_t *head;
+    beacon_record_t *r;
+
+    if (i == NO_INDEX || strlen(url) >= BEACON_URL_MAX) {
+        return NULL;
+    }
+    r = &t->rec[i];
+    t->free_head = r->next;
+    memset(r, 0, sizeof(*r));
+    strcpy(r->url, url);
+    r->hash = url_hash(url);
+    r->state = state;
+    r->last_seen = now;
+    head = bucket_of(t, r->hash);
+    r->next = *head;
+    *head = i;
+    t->count++;
+    return r;
+}
+
+static void release(beacon_table_t *t, beacon_record_t *r)
+{
+    apr_int16_t i = (apr_int16_t)(r - t->rec);
+    apr_int16_t *link = bucket_of(t, r->hash);
+
+    while (*link != i) {
+        link = &t->rec[*link].next;
+    }
+    *link = r->next;
+    memset(r, 0, sizeof(*r));
+    r->next = t->free_head;
+    t->free_head = i;
+    t->count--;
+}
+
+static beacon_action_t transition(beacon_record_t *r, int leaving,
+                                  apr_time_t now)
+{
+    switch (r->state) {
+    case BEACON_REC_NEW:
+        return leaving ? BEACON_ACT_NONE : BEACON_ACT_ADD;
+    case BEACON_REC_PENDING:
+        if (leaving) {
+            return BEACON_ACT_NONE;
+        }
+        return now >= r->retry_at ? BEACON_ACT_ADD : BEACON_ACT_WAIT;
+    case BEACON_REC_ACTIVE:
+        if (leaving) {
+            r->state = BEACON_REC_EVICTED;
+            return BEACON_ACT_DISABLE;
+        }
+        return BEACON_ACT_NONE;
+    case BEACON_REC_EVICTED:
+        if (leaving) {
+            return BEACON_ACT_NONE;
+        }
+        r->state = BEACON_REC_ACTIVE;
+        return BEACON_ACT_ENABLE;
+    default:
+        return BEACON_ACT_NOT_MANAGED;
+    }
+}
+
+beacon_reason_t beacon_table_accept(beacon_table_t *t, const char *url,
+                                    apr_int64_t ts, int leaving, apr_time_t now,
+                                    beacon_record_t **rec,
+                                    beacon_action_t *action)
+{
+    beacon_record_t *r = beacon_table_find(t, url);
+
+    *rec = NULL;
+    *action = BEACON_ACT_NONE;
+    if (r == NULL && (r = insert(t, url, BEACON_REC_NEW, now)) == NULL) {
+        return BEACON_DROP_TABLE_FULL;
+    }
+    if (ts <= r->high_ts) {
+        return BEACON_DROP_REPLAYED_TS;
+    }
+    r->high_ts = ts;
+    r->last_seen = now;
+    *rec = r;
+    *action = transition(r, leaving, now);
+    return *action == BEACON_ACT_NOT_MANAGED ? BEACON_DROP_NOT_MANAGED
+                                             : BEACON_OK;
+}
+
+void beacon_table_added(beacon_record_t *rec)
+{
+    rec->state = BEACON_REC_ACTIVE;
+    rec->backoff = 0;
+    rec->retry_at = 0;
+}
+
+void beacon_table_add_failed(beacon_record_t *rec, apr_time_t now)
+{
+    if (rec->backoff < BEACON_BACKOFF_MIN) {
+        rec->backoff = BEACON_BACKOFF_MIN;
+    }
+    else if (rec->backoff < BEACON_BACKOFF_MAX / 2) {
+        rec->backoff *= 2;
+    }
+    else {
+        rec->backoff = BEACON_BACKOFF_MAX;
+    }
+    rec->retry_at = now + rec->backoff;
+    rec->state = BEACON_REC_PENDING;
+}
+
+void beacon_table_not_managed(beacon_record_t *rec)
+{
+    rec->state = BEACON_REC_NOT_MANAGED;
+}
+
+static int lease_lapsed(const beacon_table_t *t, const beacon_record_t *r,
+                        apr_time_t now)
+{
+    return t->timeout > 0 && r->state == BEACON_REC_ACTIVE &&
+           now - r->last_seen > t->timeout;
+}
+
+beacon_record_t *beacon_table_next_lapsed(beacon_table_t *t, apr_time_t now,
+                                          unsigned *cursor)
+{
+    while (*cursor < BEACON_TABLE_CAPACITY) {
+        beacon_record_t *r = &t->rec[(*cursor)++];
+
+        if (lease_lapsed(t, r, now)) {
+            r->state = BEACON_REC_EVICTED;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* Records that are not members in rotation may be forgotten after silence. */
+static int releasable_state(beacon_state_t state)
+{
+    return state == BEACON_REC_NEW || state == BEACON_REC_PENDING ||
+           state == BEACON_REC_EVICTED || state == BEACON_REC_NOT_MANAGED;
+}
+
+unsigned beacon_table_release(beacon_table_t *t, apr_time_t now)
+{
+    unsigned released = 0;
+    int i;
+
+    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+        beacon_record_t *r = &t->rec[i];
+
+        if (releasable_state(r->state) &&
+            now - r->last_seen > 2 * t->max_skew) {
+            release(t, r);
+            released++;
+        }
+    }
+    return released;
+}
+
+static void earliest(apr_time_t *best, apr_time_t candidate)
+{
+    if (*best == 0 || candidate < *best) {
+        *best = candidate;
+    }
+}
+
+apr_time_t beacon_table_next_deadline(const beacon_table_t *t)
+{
+    apr_time_t best = 0;
+    int i;
+
+    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+        const beacon_record_t *r = &t->rec[i];
+
+        if (r->state == BEACON_REC_ACTIVE && t->timeout > 0) {
+            earliest(&best, r->last_seen + t->timeout + 1);
+        }
+        else if (releasable_state(r->state)) {
+            earliest(&best, r->last_seen + 2 * t->max_skew + 1);
+        }
+    }
+    return best;
+}
+
+beacon_reason_t beacon_table_adopt(beacon_table_t *t, const char *url,
+                                   int disabled, apr_time_t now)
+{
+    if (beacon_table_find(t, url) != NULL) {
+        return BEACON_OK;
+    }
+    if (insert(t, url, disabled ? BEACON_REC_EVICTED : BEACON_REC_ACTIVE,
+               now) == NULL) {
+        return BEACON_DROP_TABLE_FULL;
+    }
+    return BEACON_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* The whole receiver pipeline                                         */
+
+static int is_leaving(const beacon_span_t *state)
+{
+    return state->ptr != NULL && state->len == 7 &&
+           memcmp(state->ptr, "leaving", 7) == 0;
+}
+
+beacon_reason_t beacon_receive(beacon_table_t *t, const beacon_key_t *key,
+                               const char *buf, apr_size_t len, apr_time_t now,
+                               beacon_event_t *ev)
+{
+    beacon_reason_t reason;
+
+    ev->url[0] = '\0';
+    ev->rec = NULL;
+    ev->action = BEACON_ACT_NONE;
+    reason = beacon_verify(buf, len, key, now, t->max_skew, &ev->dg);
+    if (reason != BEACON_OK || ev->dg.url.ptr == NULL) {
+        return reason;
+    }
+    if (beacon_url_canonicalize(ev->dg.url.ptr, ev->dg.url.len, ev->url,
+                                sizeof(ev->url)) != NULL) {
+        ev->url[0] = '\0';
+        return BEACON_DROP_UNACCEPTABLE_URL;
+    }
+    return beacon_table_accept(t, ev->url, ev->dg.ts, is_leaving(&ev->dg.state),
+                               now, &ev->rec, &ev->action);
+}

@@ -1,0 +1,389 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * The datagram: formatting on the sender, steps 1 to 5 of the wire format
+ * on the receiver. The receiver's order is part of the contract: nothing
+ * a datagram says is interpreted before its MAC has been checked.
+ */
+
+#include <string.h>
+
+#include "beacon.h"
+#include "beacon_private.h"
+
+#define MAGIC "BEACON"
+#define MAGIC_LEN 6
+#define MAC_TOKEN " mac="
+#define MAC_TOKEN_LEN 5
+#define MAC_HEX_LEN (2 * BEACON_MAC_LEN)
+#define MAC_TAIL_LEN (MAC_TOKEN_LEN + MAC_HEX_LEN)
+#define TS_LIMIT APR_INT64_C(999999999999999999) /* 18 digits */
+
+static const struct {
+    const char *name; /* the log fragment */
+    const char *id;   /* counter and status key */
+} reasons[BEACON_REASON_COUNT] = {
+    [BEACON_OK] = {"ok", "ok"},
+    [BEACON_DROP_OVERSIZE] = {"oversize datagram", "oversize"},
+    [BEACON_DROP_EMBEDDED_NUL] = {"embedded NUL", "embedded_nul"},
+    [BEACON_DROP_BAD_FRAME] = {"bad frame", "bad_frame"},
+    [BEACON_DROP_MAC_MISMATCH] = {"mac mismatch", "mac_mismatch"},
+    [BEACON_DROP_DUPLICATE_FIELD] = {"duplicate field", "duplicate_field"},
+    [BEACON_DROP_BAD_TS] = {"bad ts", "bad_ts"},
+    [BEACON_DROP_STALE_TS] = {"stale ts", "stale_ts"},
+    [BEACON_DROP_UNACCEPTABLE_URL] = {"unacceptable url", "unacceptable_url"},
+    [BEACON_DROP_REPLAYED_TS] = {"replayed/reordered ts", "replayed_ts"},
+    [BEACON_DROP_TABLE_FULL] = {"member table full", "table_full"},
+    [BEACON_DROP_NOT_MANAGED] = {"member not managed by beacon", "not_managed"},
+};
+
+const char *beacon_reason_name(beacon_reason_t reason)
+{
+    if ((unsigned)reason >= BEACON_REASON_COUNT) {
+        return "unknown reason";
+    }
+    return reasons[reason].name;
+}
+
+const char *beacon_reason_id(beacon_reason_t reason)
+{
+    if ((unsigned)reason >= BEACON_REASON_COUNT) {
+        return "unknown";
+    }
+    return reasons[reason].id;
+}
+
+/* ------------------------------------------------------------------ */
+/* Sender                                                              */
+
+typedef struct {
+    char *buf;
+    apr_size_t len, cap; /* cap excludes the terminating NUL */
+    int overflow;
+} writer_t;
+
+static void put(writer_t *w, const char *s, apr_size_t n)
+{
+    if (w->overflow || n > w->cap - w->len) {
+        w->overflow = 1;
+        return;
+    }
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+}
+
+static int value_is_valid(const char *v)
+{
+    if (*v == '\0') {
+        return 0;
+    }
+    for (; *v; v++) {
+        if (*v <= ' ' || *v > '~') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int put_field(writer_t *w, const char *key, const char *value)
+{
+    if (!value_is_valid(value)) {
+        return 0;
+    }
+    put(w, " ", 1);
+    put(w, key, strlen(key));
+    put(w, "=", 1);
+    put(w, value, strlen(value));
+    return 1;
+}
+
+static int put_number(writer_t *w, const char *key, apr_int64_t n)
+{
+    char digits[24];
+    char *p = digits + sizeof(digits);
+
+    *--p = '\0';
+    do {
+        *--p = (char)('0' + n % 10);
+        n /= 10;
+    } while (n > 0);
+    return put_field(w, key, p);
+}
+
+int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
+                  const beacon_key_t *key)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char mac[BEACON_MAC_LEN];
+    writer_t w = {buf, 0, 0, 0};
+    int ok = 1;
+    int i;
+
+    if (bufsize == 0 || a->ts < 0 || a->ts > TS_LIMIT) {
+        return -1;
+    }
+    w.cap = bufsize - 1 < BEACON_MAX_DATAGRAM ? bufsize - 1 : BEACON_MAX_DATAGRAM;
+    put(&w, MAGIC, MAGIC_LEN);
+    if (a->url) {
+        ok &= put_field(&w, "url", a->url);
+    }
+    if (a->host) {
+        ok &= put_field(&w, "host", a->host);
+    }
+    if (a->pid >= 0) {
+        ok &= put_number(&w, "pid", a->pid);
+    }
+    if (a->seq >= 0) {
+        ok &= put_number(&w, "seq", a->seq);
+    }
+    ok &= put_number(&w, "ts", a->ts);
+    if (a->state) {
+        ok &= put_field(&w, "state", a->state);
+    }
+    if (!ok || w.overflow) {
+        return -1;
+    }
+    beacon_mac(key, buf, w.len, mac);
+    put(&w, MAC_TOKEN, MAC_TOKEN_LEN);
+    if (w.overflow || w.cap - w.len < MAC_HEX_LEN) {
+        return -1;
+    }
+    for (i = 0; i < BEACON_MAC_LEN; i++) {
+        buf[w.len++] = hex[mac[i] >> 4];
+        buf[w.len++] = hex[mac[i] & 0xf];
+    }
+    buf[w.len] = '\0';
+    return (int)w.len;
+}
+
+apr_int64_t beacon_next_ts(apr_int64_t *last, apr_time_t now)
+{
+    *last = now > *last ? now : *last + 1;
+    return *last;
+}
+
+/* ------------------------------------------------------------------ */
+/* Receiver                                                            */
+
+static int is_key_start(char c)
+{
+    return c >= 'a' && c <= 'z';
+}
+
+static int is_key_char(char c)
+{
+    return is_key_start(c) || (c >= '0' && c <= '9') || c == '_';
+}
+
+/*
+ * A token walker over the signed part "BEACON k=v k=v". next_token()
+ * returns 1 and fills key/value for each well-formed token, 0 at the end,
+ * -1 on a malformed one.
+ */
+typedef struct {
+    const char *p, *end;
+} tokens_t;
+
+static int next_token(tokens_t *t, beacon_span_t *key, beacon_span_t *value)
+{
+    const char *p = t->p;
+
+    if (p == t->end) {
+        return 0;
+    }
+    if (*p++ != ' ' || p == t->end || !is_key_start(*p)) {
+        return -1;
+    }
+    key->ptr = p;
+    while (p < t->end && is_key_char(*p)) {
+        p++;
+    }
+    key->len = (apr_size_t)(p - key->ptr);
+    if (p == t->end || *p++ != '=') {
+        return -1;
+    }
+    value->ptr = p;
+    while (p < t->end && *p != ' ') {
+        p++;
+    }
+    value->len = (apr_size_t)(p - value->ptr);
+    if (value->len == 0) {
+        return -1;
+    }
+    t->p = p;
+    return 1;
+}
+
+static tokens_t tokens_of(const char *signed_part, apr_size_t len)
+{
+    tokens_t t = {signed_part + MAGIC_LEN, signed_part + len};
+    return t;
+}
+
+/* Step 2: "BEACON" {" " key=value} " mac=" 16 hex; sets *signed_len. */
+static int frame_is_valid(const char *buf, apr_size_t len, apr_size_t *signed_len)
+{
+    beacon_span_t key, value;
+    tokens_t t;
+    apr_size_t i;
+    int rv;
+
+    if (len < MAGIC_LEN + MAC_TAIL_LEN || memcmp(buf, MAGIC, MAGIC_LEN) != 0) {
+        return 0;
+    }
+    *signed_len = len - MAC_TAIL_LEN;
+    if (memcmp(buf + *signed_len, MAC_TOKEN, MAC_TOKEN_LEN) != 0) {
+        return 0;
+    }
+    for (i = len - MAC_HEX_LEN; i < len; i++) {
+        if (beacon_hex_value(buf[i]) < 0) {
+            return 0;
+        }
+    }
+    t = tokens_of(buf, *signed_len);
+    while ((rv = next_token(&t, &key, &value)) == 1) {
+        /* only syntax here: fields are interpreted after the MAC */
+    }
+    return rv == 0;
+}
+
+/* Step 3, in constant time: every byte is compared whatever the first says. */
+static int mac_matches(const char *buf, apr_size_t signed_len,
+                       const beacon_key_t *key)
+{
+    const char *hex = buf + signed_len + MAC_TOKEN_LEN;
+    unsigned char expected[BEACON_MAC_LEN];
+    unsigned diff = 0;
+    int i;
+
+    beacon_mac(key, buf, signed_len, expected);
+    for (i = 0; i < BEACON_MAC_LEN; i++) {
+        unsigned got = (unsigned)(beacon_hex_value(hex[2 * i]) << 4 |
+                                  beacon_hex_value(hex[2 * i + 1]));
+        diff |= got ^ expected[i];
+    }
+    return diff == 0;
+}
+
+static int span_is(const beacon_span_t *s, const char *lit, apr_size_t n)
+{
+    return s->len == n && memcmp(s->ptr, lit, n) == 0;
+}
+
+/* Whether key already appears among the tokens before it. */
+static int key_seen_before(const char *signed_part, apr_size_t signed_len,
+                           const beacon_span_t *key)
+{
+    tokens_t t = tokens_of(signed_part, signed_len);
+    beacon_span_t k, v;
+
+    /* Quadratic in the worst case, but only after the MAC: an authenticated
+     * sender is the only one who can make this loop long. */
+    while (next_token(&t, &k, &v) == 1 && k.ptr < key->ptr) {
+        if (k.len == key->len && memcmp(k.ptr, key->ptr, k.len) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int parse_ts(const beacon_span_t *v, apr_int64_t *ts)
+{
+    apr_int64_t n = 0;
+    apr_size_t i;
+
+    if (v->len == 0 || v->len > BEACON_TS_MAX_DIGITS) {
+        return 0;
+    }
+    for (i = 0; i < v->len; i++) {
+        if (v->ptr[i] < '0' || v->ptr[i] > '9') {
+            return 0;
+        }
+        n = n * 10 + (v->ptr[i] - '0');
+    }
+    *ts = n;
+    return 1;
+}
+
+/* Step 4: known fields into out; duplicates and ts syntax. */
+static beacon_reason_t parse_fields(const char *buf, apr_size_t signed_len,
+                                    beacon_datagram_t *out)
+{
+    static const struct {
+        const char *key;
+        apr_size_t len;
+        apr_size_t offset;
+    } known[] = {
+        {"url", 3, offsetof(beacon_datagram_t, url)},
+        {"host", 4, offsetof(beacon_datagram_t, host)},
+        {"pid", 3, offsetof(beacon_datagram_t, pid)},
+        {"seq", 3, offsetof(beacon_datagram_t, seq)},
+        {"state", 5, offsetof(beacon_datagram_t, state)},
+    };
+    tokens_t t = tokens_of(buf, signed_len);
+    beacon_span_t key, value, ts = {NULL, 0};
+    apr_size_t i;
+
+    memset(out, 0, sizeof(*out));
+    while (next_token(&t, &key, &value) == 1) {
+        beacon_span_t *slot = NULL;
+
+        if (span_is(&key, "ts", 2)) {
+            slot = &ts;
+        }
+        else if (span_is(&key, "mac", 3)) {
+            return BEACON_DROP_DUPLICATE_FIELD; /* the frame ends in mac= */
+        }
+        for (i = 0; slot == NULL && i < sizeof(known) / sizeof(known[0]); i++) {
+            if (span_is(&key, known[i].key, known[i].len)) {
+                slot = (beacon_span_t *)((char *)out + known[i].offset);
+            }
+        }
+        if (slot == NULL) {
+            if (key_seen_before(buf, signed_len, &key)) {
+                return BEACON_DROP_DUPLICATE_FIELD;
+            }
+            continue; /* unknown keys are covered by the MAC and ignored */
+        }
+        if (slot->ptr != NULL) {
+            return BEACON_DROP_DUPLICATE_FIELD;
+        }
+        *slot = value;
+    }
+    if (ts.ptr == NULL || !parse_ts(&ts, &out->ts)) {
+        return BEACON_DROP_BAD_TS;
+    }
+    return BEACON_OK;
+}
+
+beacon_reason_t beacon_verify(const char *buf, apr_size_t len,
+                              const beacon_key_t *key, apr_time_t now,
+                              apr_interval_time_t max_skew,
+                              beacon_datagram_t *out)
+{
+    apr_size_t signed_len;
+    apr_int64_t skew;
+    beacon_reason_t reason;
+
+    if (len > BEACON_MAX_DATAGRAM) {
+        return BEACON_DROP_OVERSIZE;
+    }
+    if (memchr(buf, '\0', len) != NULL) {
+        return BEACON_DROP_EMBEDDED_NUL;
+    }
+    if (!frame_is_valid(buf, len, &signed_len)) {
+        return BEACON_DROP_BAD_FRAME;
+    }
+    if (!mac_matches(buf, signed_len, key)) {
+        return BEACON_DROP_MAC_MISMATCH;
+    }
+    reason = parse_fields(buf, signed_len, out);
+    if (reason != BEACON_OK) {
+        return reason;
+    }
+    skew = out->ts - (apr_int64_t)now;
+    if (skew > max_skew || -skew > max_skew) {
+        return BEACON_DROP_STALE_TS;
+    }
+    return BEACON_OK;
+}
