@@ -1,0 +1,623 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * The receiver: one mod_watchdog singleton thread serves every server that
+ * has ProxyBeaconListen. It waits on the sockets itself (bounded by the next
+ * lease deadline and a short cap, so stop requests are seen within 100 ms)
+ * rather than once per watchdog tick, so an announcement becomes a member
+ * within milliseconds.
+ *
+ * Ownership moves between children (crash, idle reaping, restart): a new
+ * owner adopts the members the registry marks as beacon's.
+ */
+
+#include "mod_proxy_beacon.h"
+
+#include <apr_poll.h>
+#include <apr_strings.h>
+#include <ap_listen.h>
+#include <ap_mpm.h>
+#include <mod_watchdog.h>
+
+#define WATCHDOG_NAME "_proxy_beacon_"
+#define WAIT_CAP apr_time_from_msec(100)
+#define DRAIN_BATCH 256                   /* datagrams per socket per wake */
+#define LOG_EVERY apr_time_from_sec(10)   /* per drop reason and receiver */
+#define BIND_FAST_RETRY apr_time_from_sec(5) /* after taking ownership */
+#define BIND_BACKOFF_MIN apr_time_from_sec(30)
+#define BIND_BACKOFF_MAX apr_time_from_sec(600)
+
+struct beacon_receiver {
+    server_rec *s;
+    beacon_server_conf *conf;
+    const char *bind_host;     /* NULL: all addresses */
+    apr_port_t bind_port;
+    const char *label;         /* "addr:port" for log lines */
+    beacon_receiver *next;
+
+    /* in every child, from child_init on */
+    beacon_target *target;     /* NULL in log-only mode */
+
+    /* in the watchdog owner only */
+    beacon_table_t *table;
+    apr_pool_t *sock_pool;
+    apr_socket_t *sock;
+    apr_time_t next_bind;
+    apr_interval_time_t bind_backoff;
+    apr_time_t last_report[BEACON_REASON_COUNT];
+    unsigned suppressed[BEACON_REASON_COUNT];
+    apr_uint64_t dropped[BEACON_REASON_COUNT];
+};
+
+static beacon_receiver *receivers;
+static unsigned receiver_count;
+static apr_pool_t *owner_pool;      /* watchdog thread only */
+static volatile int child_ready;    /* mod_proxy's child_init has run */
+static volatile int stop_requested;
+static int owner_started;
+static apr_time_t owner_since;
+
+/* ------------------------------------------------------------------ */
+/* Configuration (post_config, parent)                                 */
+
+/* ProxyBeaconListen's missing parts come from this server's address. */
+static void inherit_address(beacon_receiver *r, apr_pool_t *p)
+{
+    const char *host = r->conf->listen_host;
+    apr_port_t port = r->conf->listen_port;
+
+    if (r->s->is_virtual && r->s->addrs) {
+        if (host == NULL && r->s->addrs->host_addr) {
+            apr_sockaddr_ip_get((char **)&host, r->s->addrs->host_addr);
+        }
+        if (port == 0) {
+            port = r->s->addrs->host_port;
+        }
+    }
+    else if (ap_listeners && ap_listeners->bind_addr) {
+        if (host == NULL) {
+            apr_sockaddr_ip_get((char **)&host, ap_listeners->bind_addr);
+        }
+        if (port == 0) {
+            port = ap_listeners->bind_addr->port;
+        }
+    }
+    if (host && (!strcmp(host, "0.0.0.0") || !strcmp(host, "::") ||
+                 !strcmp(host, "*"))) {
+        host = strchr(host, ':') ? "::" : NULL;
+    }
+    r->bind_host = host ? apr_pstrdup(p, host) : NULL;
+    r->bind_port = port;
+    r->label = apr_psprintf(p, "%s%s%s:%u", host && strchr(host, ':') ? "[" : "",
+                            host ? host : "*",
+                            host && strchr(host, ':') ? "]" : "",
+                            (unsigned)port);
+}
+
+static apr_status_t register_watchdog(apr_pool_t *pconf, server_rec *s);
+
+apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
+                                          server_rec *main_s)
+{
+    beacon_receiver **tail = &receivers;
+    int persist = 0;
+    server_rec *s;
+
+    (void)ptemp;
+    receivers = NULL;
+    receiver_count = 0;
+    for (s = main_s; s; s = s->next) {
+        beacon_server_conf *conf = beacon_conf(s);
+        beacon_receiver *r;
+
+        if (!conf->listen_set) {
+            continue;
+        }
+        r = apr_pcalloc(pconf, sizeof(*r));
+        r->s = s;
+        r->conf = conf;
+        inherit_address(r, pconf);
+        if (r->bind_port == 0) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00010)
+                         "ProxyBeaconListen (%s): no port given and none to "
+                         "inherit from this server", conf->where);
+            return APR_EGENERAL;
+        }
+        *tail = r;
+        tail = &r->next;
+        receiver_count++;
+        persist |= conf->balancer_name != NULL && beacon_proxy_linked() &&
+                   beacon_proxy_persists(s);
+    }
+    if (receiver_count == 0) {
+        return APR_SUCCESS;
+    }
+    if (beacon_registry_create(pconf, main_s, receiver_count, persist)
+        != APR_SUCCESS) {
+        return APR_EGENERAL;
+    }
+    return register_watchdog(pconf, main_s);
+}
+
+/* ------------------------------------------------------------------ */
+/* Logging helpers                                                     */
+
+static const char *escaped_span(apr_pool_t *p, const beacon_span_t *span)
+{
+    if (span->ptr == NULL) {
+        return "-";
+    }
+    return ap_escape_logitem(p, apr_pstrmemdup(p, span->ptr, span->len));
+}
+
+static const char *peer_label(apr_pool_t *p, apr_sockaddr_t *from)
+{
+    char ip[64] = "?";
+
+    apr_sockaddr_ip_getbuf(ip, sizeof(ip), from);
+    return apr_psprintf(p, "%s:%u", ip, (unsigned)from->port);
+}
+
+/*
+ * A peer controls how often drops happen, so each reason is reported at
+ * most once per LOG_EVERY per receiver, with the count it stands for.
+ */
+static void report_drop(beacon_receiver *r, beacon_reason_t reason,
+                        apr_sockaddr_t *from, const beacon_event_t *ev,
+                        apr_time_t now, apr_pool_t *p)
+{
+    const char *detail = "";
+
+    r->dropped[reason]++;
+    if (r->last_report[reason] != 0 && now - r->last_report[reason] < LOG_EVERY) {
+        r->suppressed[reason]++;
+        return;
+    }
+    if (reason == BEACON_DROP_UNACCEPTABLE_URL) {
+        detail = apr_pstrcat(p, " '", escaped_span(p, &ev->dg.url), "'", NULL);
+    }
+    else if (reason == BEACON_DROP_NOT_MANAGED ||
+             reason == BEACON_DROP_REPLAYED_TS ||
+             reason == BEACON_DROP_TABLE_FULL) {
+        detail = apr_pstrcat(p, " ", ev->url, NULL);
+    }
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, r->s, BCNLOGNO(00020)
+                 "%s: dropped datagram from %s: %s%s%s", r->label,
+                 peer_label(p, from), beacon_reason_name(reason), detail,
+                 r->suppressed[reason]
+                     ? apr_psprintf(p, " (and %u more since the last report)",
+                                    r->suppressed[reason])
+                     : "");
+    r->last_report[reason] = now;
+    r->suppressed[reason] = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Acting on accepted announcements                                    */
+
+static const char *bal_name(const beacon_receiver *r)
+{
+    return r->conf->balancer_name;
+}
+
+static void add_member(beacon_receiver *r, beacon_record_t *rec,
+                       apr_time_t now)
+{
+    beacon_add_result result = beacon_proxy_add(r->target, rec->url, owner_pool);
+
+    switch (result) {
+    case BEACON_ADD_DONE:
+        beacon_table_added(rec);
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00030)
+                     "added backend %s to balancer://%s", rec->url,
+                     bal_name(r));
+        return;
+    case BEACON_ADD_ADOPTED:
+        beacon_table_added(rec);
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00031)
+                     "re-adopted backend %s in balancer://%s", rec->url,
+                     bal_name(r));
+        return;
+    case BEACON_ADD_NOT_OURS:
+        beacon_table_not_managed(rec);
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, r->s, BCNLOGNO(00032)
+                     "member not managed by beacon: %s is configured in "
+                     "balancer://%s; left alone", rec->url, bal_name(r));
+        return;
+    default:
+        break;
+    }
+    beacon_table_add_failed(rec, now);
+    ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00033)
+                 "%s backend %s to balancer://%s%s; retrying in %" APR_TIME_T_FMT
+                 " s", result == BEACON_ADD_NOT_CONFIRMED
+                           ? "balancer add not confirmed for"
+                           : "cannot add",
+                 rec->url, bal_name(r),
+                 result == BEACON_ADD_NO_SLOT
+                     ? ": no free growth slot (raise growth= on the balancer)"
+                     : "",
+                 apr_time_sec(rec->backoff));
+}
+
+static void set_disabled(beacon_receiver *r, const char *url, int disabled,
+                         const char *what)
+{
+    apr_status_t rv = beacon_proxy_set_disabled(r->target, url, disabled);
+
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, r->s, BCNLOGNO(00034)
+                     "cannot change backend %s in balancer://%s: it is gone "
+                     "or not beacon's", url, bal_name(r));
+        return;
+    }
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00035)
+                 "%s backend %s%s%s", what, url,
+                 disabled ? " from balancer://" : " in balancer://", bal_name(r));
+}
+
+static void act(beacon_receiver *r, const beacon_event_t *ev, apr_time_t now)
+{
+    switch (ev->action) {
+    case BEACON_ACT_ADD:
+        add_member(r, ev->rec, now);
+        break;
+    case BEACON_ACT_ENABLE:
+        set_disabled(r, ev->url, 0, "re-enabled");
+        break;
+    case BEACON_ACT_DISABLE:
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00036)
+                     "backend leaving %s", ev->url);
+        set_disabled(r, ev->url, 1, "disabled");
+        break;
+    case BEACON_ACT_WAIT:
+        ap_log_error(APLOG_MARK, APLOG_TRACE1, 0, r->s,
+                     "%s: add of %s waits for its back-off", r->label, ev->url);
+        break;
+    default:
+        ap_log_error(APLOG_MARK, APLOG_TRACE3, 0, r->s,
+                     "%s: lease of %s renewed", r->label, ev->url);
+        break;
+    }
+}
+
+static void handle_datagram(beacon_receiver *r, apr_sockaddr_t *from,
+                            const char *buf, apr_size_t len, apr_pool_t *p)
+{
+    apr_time_t now = apr_time_now();
+    beacon_event_t ev;
+    beacon_reason_t reason;
+
+    reason = beacon_receive(r->table, &r->conf->key, buf, len, now, &ev);
+    if (reason != BEACON_OK) {
+        report_drop(r, reason, from, &ev, now, p);
+        return;
+    }
+    if (r->target == NULL) {
+        /* log-only mode: authenticated, so logging each is bounded by the
+         * senders the operator gave the secret to */
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00040)
+                     "%s: received: %s", r->label,
+                     ap_escape_logitem(p, apr_pstrmemdup(p, buf, len)));
+        return;
+    }
+    if (ev.rec == NULL) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, r->s, BCNLOGNO(00041)
+                     "%s: heartbeat without url from host=%s pid=%s", r->label,
+                     escaped_span(p, &ev.dg.host), escaped_span(p, &ev.dg.pid));
+        return;
+    }
+    act(r, &ev, now);
+}
+
+/* ------------------------------------------------------------------ */
+/* Sockets                                                             */
+
+static apr_status_t open_socket(beacon_receiver *r)
+{
+    apr_sockaddr_t *sa;
+    apr_status_t rv;
+
+    apr_pool_clear(r->sock_pool);
+    rv = apr_sockaddr_info_get(&sa, r->bind_host, APR_UNSPEC, r->bind_port, 0,
+                               r->sock_pool);
+    if (rv == APR_SUCCESS) {
+        rv = apr_socket_create(&r->sock, sa->family, SOCK_DGRAM, APR_PROTO_UDP,
+                               r->sock_pool);
+    }
+    if (rv == APR_SUCCESS) {
+        /* A larger buffer rides out bursts while the thread is busy. */
+        apr_socket_opt_set(r->sock, APR_SO_RCVBUF, 4 * 1024 * 1024);
+        apr_socket_timeout_set(r->sock, 0);
+        rv = apr_socket_bind(r->sock, sa);
+    }
+    if (rv != APR_SUCCESS) {
+        r->sock = NULL;
+        apr_pool_clear(r->sock_pool);
+    }
+    return rv;
+}
+
+static void open_sockets(apr_time_t now)
+{
+    beacon_receiver *r;
+
+    for (r = receivers; r; r = r->next) {
+        apr_status_t rv;
+
+        if (r->sock || now < r->next_bind) {
+            continue;
+        }
+        rv = open_socket(r);
+        if (rv == APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00050)
+                         "listening for beacons on udp %s%s%s", r->label,
+                         r->target ? " for balancer://" : " (log-only: no "
+                         "ProxyBeaconBalancer)",
+                         r->target ? bal_name(r) : "");
+            r->bind_backoff = 0;
+            continue;
+        }
+        /* The previous generation's owner may still hold the port for a
+         * tick after a graceful restart: retry quickly at first. */
+        if (now - owner_since < BIND_FAST_RETRY) {
+            r->next_bind = now + WAIT_CAP;
+            ap_log_error(APLOG_MARK, APLOG_DEBUG, rv, r->s, BCNLOGNO(00051)
+                         "cannot bind udp %s yet; retrying", r->label);
+            continue;
+        }
+        r->bind_backoff = r->bind_backoff ? r->bind_backoff * 2
+                                          : BIND_BACKOFF_MIN;
+        if (r->bind_backoff > BIND_BACKOFF_MAX) {
+            r->bind_backoff = BIND_BACKOFF_MAX;
+        }
+        r->next_bind = now + r->bind_backoff;
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, r->s, BCNLOGNO(00052)
+                     "cannot listen for beacons on udp %s; retrying in %"
+                     APR_TIME_T_FMT " s", r->label,
+                     apr_time_sec(r->bind_backoff));
+    }
+}
+
+static void drain(beacon_receiver *r, apr_pool_t *scratch)
+{
+    char buf[BEACON_MAX_DATAGRAM + 1]; /* one more byte exposes oversize */
+    int i;
+
+    for (i = 0; i < DRAIN_BATCH; i++) {
+        apr_sockaddr_t from;
+        apr_size_t len = sizeof(buf);
+        apr_status_t rv;
+
+        memset(&from, 0, sizeof(from));
+        from.pool = scratch;
+        from.salen = sizeof(from.sa);
+        rv = apr_socket_recvfrom(&from, r->sock, 0, buf, &len);
+        if (rv != APR_SUCCESS) {
+            if (!APR_STATUS_IS_EAGAIN(rv)) {
+                ap_log_error(APLOG_MARK, APLOG_DEBUG, rv, r->s, BCNLOGNO(00053)
+                             "%s: receive failed", r->label);
+            }
+            return;
+        }
+        handle_datagram(r, &from, buf, len, scratch);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Leases                                                              */
+
+static void expire(beacon_receiver *r, apr_time_t now)
+{
+    beacon_record_t *rec;
+    unsigned cursor = 0;
+
+    while ((rec = beacon_table_next_lapsed(r->table, now, &cursor)) != NULL) {
+        if (r->target) {
+            set_disabled(r, rec->url, 1, "evicted");
+        }
+    }
+    beacon_table_release(r->table, now);
+}
+
+static apr_interval_time_t wait_bound(apr_time_t now)
+{
+    apr_interval_time_t wait = WAIT_CAP;
+    beacon_receiver *r;
+
+    for (r = receivers; r; r = r->next) {
+        apr_time_t due = beacon_table_next_deadline(r->table);
+
+        if (due != 0 && due - now < wait) {
+            wait = due > now ? due - now : 0;
+        }
+    }
+    return wait;
+}
+
+/* ------------------------------------------------------------------ */
+/* The watchdog thread                                                 */
+
+static int should_stop(void)
+{
+    int state = AP_MPMQ_STOPPING;
+
+    return stop_requested ||
+           ap_mpm_query(AP_MPMQ_MPM_STATE, &state) != APR_SUCCESS ||
+           state == AP_MPMQ_STOPPING;
+}
+
+static void take_ownership(apr_time_t now, apr_pool_t *p)
+{
+    beacon_receiver *r;
+
+    for (r = receivers; r; r = r->next) {
+        beacon_member *members;
+        int i, n, adopted = 0;
+
+        r->table = apr_palloc(owner_pool, sizeof(*r->table));
+        beacon_table_init(r->table, r->conf->timeout, r->conf->max_skew);
+        apr_pool_create(&r->sock_pool, owner_pool);
+        r->next_bind = now;
+        if (r->target == NULL) {
+            continue;
+        }
+        n = beacon_proxy_marked_members(r->target, p, &members);
+        for (i = 0; i < n; i++) {
+            if (beacon_table_adopt(r->table, members[i].url,
+                                   members[i].disabled, now) == BEACON_OK) {
+                adopted++;
+            }
+        }
+        if (adopted > 0) {
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00060)
+                         "took over %d existing member(s) of balancer://%s",
+                         adopted, bal_name(r));
+        }
+    }
+}
+
+static apr_pollfd_t *poll_set(apr_pool_t *p, int *n)
+{
+    apr_pollfd_t *fds = apr_pcalloc(p, sizeof(*fds) * receiver_count);
+    beacon_receiver *r;
+
+    *n = 0;
+    for (r = receivers; r; r = r->next) {
+        if (r->sock) {
+            fds[*n].p = p;
+            fds[*n].desc_type = APR_POLL_SOCKET;
+            fds[*n].reqevents = APR_POLLIN;
+            fds[*n].desc.s = r->sock;
+            fds[*n].client_data = r;
+            (*n)++;
+        }
+    }
+    return fds;
+}
+
+static void serve_until_stopped(void)
+{
+    apr_pool_t *scratch;
+
+    apr_pool_create(&scratch, owner_pool);
+    while (!should_stop()) {
+        apr_time_t now = apr_time_now();
+        apr_int32_t ready = 0;
+        apr_pollfd_t *fds;
+        beacon_receiver *r;
+        int i, n;
+
+        open_sockets(now);
+        fds = poll_set(scratch, &n);
+        if (n == 0) {
+            apr_sleep(wait_bound(now));
+        }
+        else if (apr_poll(fds, n, &ready, wait_bound(now)) == APR_SUCCESS) {
+            for (i = 0; i < n; i++) {
+                if (fds[i].rtnevents & APR_POLLIN) {
+                    drain(fds[i].client_data, scratch);
+                }
+            }
+        }
+        now = apr_time_now();
+        for (r = receivers; r; r = r->next) {
+            expire(r, now);
+        }
+        apr_pool_clear(scratch);
+    }
+    apr_pool_destroy(scratch);
+}
+
+static apr_status_t watchdog_callback(int state, void *data, apr_pool_t *tick)
+{
+    (void)data;
+    switch (state) {
+    case AP_WATCHDOG_STATE_STARTING:
+        owner_since = apr_time_now();
+        break;
+    case AP_WATCHDOG_STATE_RUNNING:
+        /* The first tick can come before mod_proxy's child_init. */
+        if (!child_ready) {
+            break;
+        }
+        if (!owner_started) {
+            owner_started = 1;
+            take_ownership(apr_time_now(), tick);
+        }
+        serve_until_stopped();
+        break;
+    case AP_WATCHDOG_STATE_STOPPING:
+        stop_requested = 1;
+        break;
+    }
+    return APR_SUCCESS;
+}
+
+static apr_status_t register_watchdog(apr_pool_t *pconf, server_rec *s)
+{
+    APR_OPTIONAL_FN_TYPE(ap_watchdog_get_instance) *get_instance =
+        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance);
+    APR_OPTIONAL_FN_TYPE(ap_watchdog_register_callback) *register_callback =
+        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_register_callback);
+    ap_watchdog_t *watchdog;
+    apr_status_t rv;
+
+    if (!get_instance || !register_callback) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00070)
+                     "mod_watchdog is required by ProxyBeaconListen");
+        return APR_EGENERAL;
+    }
+    rv = get_instance(&watchdog, WATCHDOG_NAME, 0, 1, pconf);
+    if (rv == APR_SUCCESS) {
+        rv = register_callback(watchdog, WAIT_CAP, NULL, watchdog_callback);
+    }
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, BCNLOGNO(00071)
+                     "mod_watchdog cannot run the beacon receiver with this "
+                     "MPM: mod_proxy_beacon is INACTIVE, no backend will be "
+                     "added");
+    }
+    return APR_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Every child                                                         */
+
+void beacon_receivers_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    beacon_receiver *r;
+
+    (void)s;
+    apr_pool_create(&owner_pool, pchild);
+    apr_pool_tag(owner_pool, "proxy_beacon_owner");
+    for (r = receivers; r; r = r->next) {
+        if (r->conf->balancer_name) {
+            r->target = beacon_proxy_target(pchild, r->s, r->conf->balancer_name);
+            if (r->target == NULL) {
+                ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00072)
+                             "balancer://%s is not usable in this child; "
+                             "beacon will not manage it", bal_name(r));
+            }
+        }
+    }
+    child_ready = 1;
+}
+
+/*
+ * A balancer inherited by a virtual host shares its member list with the
+ * main server's copy, but syncs only its own copy: sync ours on every
+ * request so members added elsewhere are reachable from every vhost.
+ */
+int beacon_receivers_sync_request(server_rec *s)
+{
+    beacon_receiver *r;
+
+    (void)s;
+    for (r = receivers; r; r = r->next) {
+        if (r->target) {
+            beacon_proxy_sync(r->target);
+        }
+    }
+    return DECLINED;
+}

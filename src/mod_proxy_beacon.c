@@ -1,0 +1,340 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * mod_proxy_beacon: backends announce themselves over signed UDP and become
+ * members of a mod_proxy_balancer balancer; silent ones leave rotation.
+ *
+ * This file holds the module record, the directives and the hooks. Every
+ * mistake an operator can make in the configuration is reported by
+ * "apache2 -t", from the directive handlers or from check_config.
+ */
+
+#include "mod_proxy_beacon.h"
+
+#include <apr_strings.h>
+#include <ap_provider.h>
+#include <ap_slotmem.h>
+#include <http_core.h>
+#include <http_protocol.h>
+#include <http_request.h>
+#include <mod_watchdog.h>
+
+beacon_server_conf *beacon_conf(const server_rec *s)
+{
+    return ap_get_module_config(s->module_config, &proxy_beacon_module);
+}
+
+static const char *where_of(cmd_parms *cmd)
+{
+    return apr_psprintf(cmd->pool, "%s:%d", cmd->directive->filename,
+                        cmd->directive->line_num);
+}
+
+static void *create_server_conf(apr_pool_t *p, server_rec *s)
+{
+    beacon_server_conf *conf = apr_pcalloc(p, sizeof(*conf));
+
+    (void)s;
+    conf->max_skew = BEACON_DEFAULT_MAX_SKEW;
+    conf->interval = BEACON_DEFAULT_INTERVAL;
+    return conf;
+}
+
+/* Roles (listen, balancer, targets, advertise) belong to the server that
+ * names them; the secret and the timings are inherited. */
+static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    beacon_server_conf *base = basev, *add = addv;
+    beacon_server_conf *conf = apr_pmemdup(p, add, sizeof(*conf));
+
+    if (!add->key_set && base->key_set) {
+        conf->key = base->key;
+        conf->key_set = 1;
+    }
+    if (!add->timeout_set) {
+        conf->timeout = base->timeout;
+        conf->timeout_set = base->timeout_set;
+    }
+    if (!add->max_skew_set) {
+        conf->max_skew = base->max_skew;
+        conf->max_skew_set = base->max_skew_set;
+    }
+    if (!add->interval_set) {
+        conf->interval = base->interval;
+        conf->interval_set = base->interval_set;
+    }
+    return conf;
+}
+
+/* ------------------------------------------------------------------ */
+/* Directives                                                          */
+
+static beacon_server_conf *cmd_conf(cmd_parms *cmd)
+{
+    return beacon_conf(cmd->server);
+}
+
+/* "tcp://host:port" is accepted like "host:port", as in httpd's Listen. */
+static const char *strip_scheme(const char *arg)
+{
+    const char *sep = strstr(arg, "://");
+
+    return sep ? sep + 3 : arg;
+}
+
+static const char *parse_port(cmd_parms *cmd, const char *s, apr_port_t *port)
+{
+    char *end;
+    apr_int64_t n = apr_strtoi64(s, &end, 10);
+
+    if (*s < '0' || *s > '9' || *end != '\0' || n < 1 || n > 65535) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a port (1-65535)",
+                            cmd->cmd->name, s);
+    }
+    *port = (apr_port_t)n;
+    return NULL;
+}
+
+/* "[addr][:port]": either part may be missing; IPv6 in brackets. */
+static const char *parse_listen_address(cmd_parms *cmd, const char *arg,
+                                        const char **host, apr_port_t *port)
+{
+    char *addr = NULL, *scope = NULL;
+    apr_port_t p = 0;
+
+    arg = strip_scheme(arg);
+    if (arg[0] == ':') {
+        *host = NULL;
+        return parse_port(cmd, arg + 1, port);
+    }
+    if (apr_parse_addr_port(&addr, &scope, &p, arg, cmd->pool) != APR_SUCCESS ||
+        addr == NULL || scope != NULL) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not [address][:port]",
+                            cmd->cmd->name, arg);
+    }
+    *host = addr;
+    *port = p;
+    return NULL;
+}
+
+static const char *set_listen(cmd_parms *cmd, void *dummy, int argc,
+                              char *const argv[])
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    if (conf->listen_set) {
+        return "ProxyBeaconListen: may only be given once per server";
+    }
+    if (argc > 1) {
+        return "ProxyBeaconListen: takes at most one [address][:port]";
+    }
+    if (argc == 1 && (err = parse_listen_address(cmd, argv[0], &conf->listen_host,
+                                                 &conf->listen_port))) {
+        return err;
+    }
+    conf->listen_set = 1;
+    conf->where = where_of(cmd);
+    return NULL;
+}
+
+static const char *set_balancer(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    if (strncasecmp(arg, "balancer://", 11) == 0) {
+        arg += 11;
+    }
+    if (*arg == '\0' || strchr(arg, '/')) {
+        return "ProxyBeaconBalancer: expects a balancer name, e.g. 'cluster' "
+               "or 'balancer://cluster'";
+    }
+    conf->balancer_name = apr_pstrdup(cmd->pool, arg);
+    conf->balancer_where = where_of(cmd);
+    return NULL;
+}
+
+static const char *parse_interval(cmd_parms *cmd, const char *arg,
+                                  apr_interval_time_t *out, int allow_zero)
+{
+    apr_interval_time_t t;
+
+    if (ap_timeout_parameter_parse(arg, &t, "s") != APR_SUCCESS || t < 0 ||
+        (t == 0 && !allow_zero)) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a %sinterval (e.g. 30, "
+                            "30s, 500ms)", cmd->cmd->name, arg,
+                            allow_zero ? "" : "positive ");
+    }
+    *out = t;
+    return NULL;
+}
+
+static const char *set_timeout(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+
+    (void)dummy;
+    conf->timeout_set = 1;
+    return parse_interval(cmd, arg, &conf->timeout, 1);
+}
+
+static const char *set_max_skew(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+
+    (void)dummy;
+    conf->max_skew_set = 1;
+    return parse_interval(cmd, arg, &conf->max_skew, 0);
+}
+
+static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    const char *err = beacon_key_parse(arg, &conf->key);
+
+    (void)dummy;
+    if (err) {
+        return apr_pstrcat(cmd->pool, "ProxyBeaconSecret: ", err, NULL);
+    }
+    conf->key_set = 1;
+    return NULL;
+}
+
+static const command_rec beacon_cmds[] = {
+    AP_INIT_TAKE_ARGV("ProxyBeaconListen", set_listen, NULL, RSRC_CONF,
+        "[address][:port]: receive beacons on this UDP address; missing "
+        "parts are this server's own"),
+    AP_INIT_TAKE1("ProxyBeaconBalancer", set_balancer, NULL, RSRC_CONF,
+        "the balancer (name or balancer://name) announced backends join; "
+        "without it the receiver only logs"),
+    AP_INIT_TAKE1("ProxyBeaconTimeout", set_timeout, NULL, RSRC_CONF,
+        "silence after which a member is disabled (default 0: never)"),
+    AP_INIT_TAKE1("ProxyBeaconMaxSkew", set_max_skew, NULL, RSRC_CONF,
+        "how far an announcement's timestamp may be from the clock "
+        "(default 30s)"),
+    AP_INIT_TAKE1("ProxyBeaconSecret", set_secret, NULL, RSRC_CONF,
+        "shared secret: hex: and 32 hex digits, or a passphrase of 16 bytes "
+        "or more"),
+    {NULL}
+};
+
+/* ------------------------------------------------------------------ */
+/* Cross-directive checks: they run under "apache2 -t" too             */
+
+static const char *receiver_problem(apr_pool_t *p, server_rec *s,
+                                    beacon_server_conf *conf)
+{
+    if (!conf->key_set) {
+        return "ProxyBeaconSecret is required";
+    }
+    if (!beacon_proxy_linked()) {
+        return "mod_proxy is required by ProxyBeaconListen: load it "
+               "before mod_proxy_beacon";
+    }
+    if (!ap_find_linked_module("mod_proxy_balancer.c")) {
+        return "mod_proxy_balancer is required by ProxyBeaconListen";
+    }
+    if (!APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance)) {
+        return "mod_watchdog is required by ProxyBeaconListen";
+    }
+    if (!ap_lookup_provider(AP_SLOTMEM_PROVIDER_GROUP, "shm",
+                            AP_SLOTMEM_PROVIDER_VERSION)) {
+        return "mod_slotmem_shm is required by ProxyBeaconListen";
+    }
+    if (conf->balancer_name) {
+        return beacon_proxy_check_balancer(p, s, conf->balancer_name);
+    }
+    return NULL;
+}
+
+static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
+                        server_rec *main_s)
+{
+    server_rec *s;
+    int rc = OK;
+
+    (void)pconf;
+    (void)plog;
+    for (s = main_s; s; s = s->next) {
+        beacon_server_conf *conf = beacon_conf(s);
+        const char *problem = NULL;
+
+        if (conf->listen_set) {
+            problem = receiver_problem(ptemp, s, conf);
+        }
+        else if (conf->balancer_name) {
+            problem = "ProxyBeaconBalancer needs ProxyBeaconListen in the "
+                      "same server";
+            conf->where = conf->balancer_where;
+        }
+        if (problem) {
+            ap_log_error(APLOG_MARK, APLOG_EMERG, 0, s, BCNLOGNO(00080)
+                         "%s (%s)", problem, conf->where);
+            rc = !OK;
+        }
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Hooks                                                               */
+
+static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
+                       server_rec *s)
+{
+    (void)plog;
+    /* The first pass only checks the configuration; nothing to set up. */
+    if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+        return OK;
+    }
+    if (beacon_receivers_post_config(pconf, ptemp, s) != APR_SUCCESS) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    return OK;
+}
+
+static void child_init(apr_pool_t *pchild, server_rec *s)
+{
+    beacon_receivers_child_init(pchild, s);
+}
+
+static int sync_on_request(request_rec *r)
+{
+    return beacon_receivers_sync_request(r->server);
+}
+
+static void register_hooks(apr_pool_t *p)
+{
+    /* after mod_proxy and the balancer set up their child state */
+    static const char *const after_proxy[] = {"mod_proxy.c",
+                                              "mod_proxy_balancer.c", NULL};
+
+    (void)p;
+    ap_hook_check_config(check_config, NULL, NULL, APR_HOOK_MIDDLE);
+    /* before mod_watchdog's post_config (APR_HOOK_LAST), or the callback
+     * registered there never runs */
+    ap_hook_post_config(post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_child_init(child_init, after_proxy, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_read_request(sync_on_request, NULL, NULL, APR_HOOK_MIDDLE);
+}
+
+/* Not AP_DECLARE_MODULE: mod_proxy_beacon.h already has APLOG_USE_MODULE. */
+module AP_MODULE_DECLARE_DATA proxy_beacon_module = {
+    STANDARD20_MODULE_STUFF,
+    NULL,               /* per-directory config creator */
+    NULL,               /* dir config merger */
+    create_server_conf, /* server config creator */
+    merge_server_conf,  /* server config merger */
+    beacon_cmds,        /* command table */
+    register_hooks,     /* set up other request processing hooks */
+    AP_MODULE_FLAG_NONE /* flags */
+};

@@ -1,0 +1,108 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * Private header of the mod_proxy_beacon adapter. Every adapter source
+ * includes it first, so that all their log lines belong to the module and
+ * "LogLevel proxy_beacon:debug" works.
+ *
+ * The adapter glues libbeacon to httpd: configuration, the mod_watchdog
+ * thread, the UDP socket and mod_proxy_balancer. Protocol decisions are
+ * libbeacon's; nothing here parses a datagram.
+ */
+#ifndef MOD_PROXY_BEACON_H
+#define MOD_PROXY_BEACON_H
+
+#include <httpd.h>
+#include <http_config.h>
+#include <http_log.h>
+
+#include "beacon.h"
+
+APLOG_USE_MODULE(proxy_beacon);
+
+/* Our own tag space, in APLOGNO's shape: "BCN00012: ". */
+#define BCNLOGNO(n) "BCN" #n ": "
+
+#define BEACON_DEFAULT_MAX_SKEW apr_time_from_sec(30)
+#define BEACON_DEFAULT_INTERVAL apr_time_from_sec(5)
+#define BEACON_MAX_SENDER_TARGETS 16
+
+/* Per-server configuration. Receiver and sender roles are never inherited
+ * into virtual hosts; the secret and the timings are. */
+typedef struct {
+    /* receiver */
+    int listen_set;
+    const char *listen_host;   /* NULL: inherit this server's address */
+    apr_port_t listen_port;    /* 0: inherit this server's port */
+    const char *balancer_name; /* bare name; NULL: log-only mode */
+    const char *balancer_where;   /* "file:line" for config-time errors */
+    apr_interval_time_t timeout;  /* 0 = add-only */
+    int timeout_set;
+    apr_interval_time_t max_skew;
+    int max_skew_set;
+
+    /* sender */
+    apr_array_header_t *targets;  /* const char * "host:port" */
+    const char *advertise;        /* canonical url, or NULL */
+    apr_interval_time_t interval;
+    int interval_set;
+
+    /* both */
+    beacon_key_t key;
+    int key_set;
+    const char *where;            /* "file:line" of the role directive */
+} beacon_server_conf;
+
+typedef struct beacon_receiver beacon_receiver;
+
+/* mod_proxy_beacon.c */
+beacon_server_conf *beacon_conf(const server_rec *s);
+
+/* beacon_proxy.c: everything that touches mod_proxy and the balancer. */
+typedef enum {
+    BEACON_ADD_DONE,          /* created, shared, initialized, confirmed */
+    BEACON_ADD_ADOPTED,       /* existed already, created by beacon: enabled */
+    BEACON_ADD_NOT_OURS,      /* a member beacon did not create */
+    BEACON_ADD_NO_SLOT,       /* growth exhausted */
+    BEACON_ADD_FAILED,        /* httpd refused; details logged */
+    BEACON_ADD_NOT_CONFIRMED  /* added, but not found afterwards */
+} beacon_add_result;
+
+/* Whether mod_proxy's functions resolved (it was loaded before us). */
+int beacon_proxy_linked(void);
+/* Config-time check of the receiver's balancer; NULL or an error message. */
+const char *beacon_proxy_check_balancer(apr_pool_t *p, server_rec *s,
+                                        const char *name);
+/* The balancer's current members as beacon sees them, for adoption. */
+typedef struct {
+    const char *url;
+    int disabled;
+} beacon_member;
+
+typedef struct beacon_target beacon_target;
+
+beacon_target *beacon_proxy_target(apr_pool_t *p, server_rec *s,
+                                   const char *balancer_name);
+void beacon_proxy_sync(beacon_target *t);
+beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
+                                   apr_pool_t *worker_pool);
+apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
+                                       int disabled);
+/* Members carrying beacon's mark; returns how many were written. */
+int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
+                                beacon_member **members);
+int beacon_proxy_free_slots(beacon_target *t);
+/* Whether BalancerPersist is on for s. */
+int beacon_proxy_persists(server_rec *s);
+
+/* Ownership registry in shared memory (created in post_config). */
+apr_status_t beacon_registry_create(apr_pool_t *pconf, server_rec *s,
+                                    unsigned receivers, int persist);
+
+/* beacon_receiver.c */
+apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
+                                          server_rec *s);
+void beacon_receivers_child_init(apr_pool_t *pchild, server_rec *s);
+int beacon_receivers_sync_request(server_rec *s);
+
+#endif /* MOD_PROXY_BEACON_H */
