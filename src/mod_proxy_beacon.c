@@ -209,6 +209,60 @@ static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
+static const char *set_address(cmd_parms *cmd, void *dummy, int argc,
+                               char *const argv[])
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+    int i;
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    if (argc < 1 || argc > BEACON_MAX_SENDER_TARGETS) {
+        return "ProxyBeaconAddress: expects 1 to 16 host:port targets";
+    }
+    if (conf->targets == NULL) {
+        conf->targets = apr_array_make(cmd->pool, argc, sizeof(const char *));
+    }
+    for (i = 0; i < argc; i++) {
+        const char *target = strip_scheme(argv[i]);
+
+        if ((err = beacon_sender_check_target(cmd->temp_pool, target))) {
+            return apr_psprintf(cmd->pool, "%s ('%s')", err, argv[i]);
+        }
+        APR_ARRAY_PUSH(conf->targets, const char *) = target;
+    }
+    conf->where = where_of(cmd);
+    return NULL;
+}
+
+static const char *set_advertise(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    char canonical[BEACON_URL_MAX];
+    const char *err;
+
+    (void)dummy;
+    err = beacon_url_canonicalize(arg, strlen(arg), canonical, sizeof(canonical));
+    if (err) {
+        return apr_psprintf(cmd->pool, "ProxyBeaconAdvertise: '%s': %s",
+                            ap_escape_logitem(cmd->temp_pool, arg), err);
+    }
+    conf->advertise = apr_pstrdup(cmd->pool, canonical);
+    return NULL;
+}
+
+static const char *set_interval(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+
+    (void)dummy;
+    conf->interval_set = 1;
+    return parse_interval(cmd, arg, &conf->interval, 0);
+}
+
 static const command_rec beacon_cmds[] = {
     AP_INIT_TAKE_ARGV("ProxyBeaconListen", set_listen, NULL, RSRC_CONF,
         "[address][:port]: receive beacons on this UDP address; missing "
@@ -224,6 +278,14 @@ static const command_rec beacon_cmds[] = {
     AP_INIT_TAKE1("ProxyBeaconSecret", set_secret, NULL, RSRC_CONF,
         "shared secret: hex: and 32 hex digits, or a passphrase of 16 bytes "
         "or more"),
+    AP_INIT_TAKE_ARGV("ProxyBeaconAddress", set_address, NULL, RSRC_CONF,
+        "host:port [host:port ...]: the proxies this backend announces "
+        "itself to"),
+    AP_INIT_TAKE1("ProxyBeaconAdvertise", set_advertise, NULL, RSRC_CONF,
+        "this backend's origin as the proxies should reach it, "
+        "scheme://host[:port]"),
+    AP_INIT_TAKE1("ProxyBeaconInterval", set_interval, NULL, RSRC_CONF,
+        "time between announcements (default 5s)"),
     {NULL}
 };
 
@@ -268,8 +330,20 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
         beacon_server_conf *conf = beacon_conf(s);
         const char *problem = NULL;
 
-        if (conf->listen_set) {
+        if (conf->listen_set && conf->targets) {
+            problem = "ProxyBeaconListen and ProxyBeaconAddress cannot both "
+                      "be set in one server: a server is a receiver or a "
+                      "sender";
+        }
+        else if (conf->listen_set) {
             problem = receiver_problem(ptemp, s, conf);
+        }
+        else if (conf->targets && !conf->key_set) {
+            problem = "ProxyBeaconSecret is required";
+        }
+        else if (conf->targets &&
+                 !APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance)) {
+            problem = "mod_watchdog is required by ProxyBeaconAddress";
         }
         else if (conf->balancer_name) {
             problem = "ProxyBeaconBalancer needs ProxyBeaconListen in the "
@@ -296,7 +370,8 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
-    if (beacon_receivers_post_config(pconf, ptemp, s) != APR_SUCCESS) {
+    if (beacon_receivers_post_config(pconf, ptemp, s) != APR_SUCCESS ||
+        beacon_senders_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     return OK;
@@ -305,6 +380,7 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
 static void child_init(apr_pool_t *pchild, server_rec *s)
 {
     beacon_receivers_child_init(pchild, s);
+    beacon_senders_child_init(pchild);
 }
 
 static int sync_on_request(request_rec *r)

@@ -105,4 +105,9 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
 void beacon_receivers_child_init(apr_pool_t *pchild, server_rec *s);
 int beacon_receivers_sync_request(server_rec *s);
 
+/* beacon_sender.c */
+const char *beacon_sender_check_target(apr_pool_t *p, const char *spec);
+apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *s);
+void beacon_senders_child_init(apr_pool_t *pchild);
+
 #endif /* MOD_PROXY_BEACON_H */

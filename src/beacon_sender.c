@@ -1,0 +1,233 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * The sender: a backend with ProxyBeaconAddress announces its own origin to
+ * every proxy named, from a mod_watchdog singleton, once at start-up and
+ * then every ProxyBeaconInterval. It needs no proxy module at all.
+ *
+ * Each sending server gets a watchdog instance (a thread) of its own, so a
+ * slow name lookup for one server never delays another's announcements,
+ * nor the receiver.
+ */
+
+#include "mod_proxy_beacon.h"
+
+#include <apr_network_io.h>
+#include <apr_strings.h>
+#include <mod_watchdog.h>
+#include <unistd.h>
+
+#define SEND_ERROR_LOG_EVERY apr_time_from_sec(60)
+
+typedef struct {
+    const char *spec;     /* "host:port" as configured */
+    char *host;
+    apr_port_t port;
+    apr_time_t last_error_log;
+} beacon_peer;
+
+typedef struct beacon_sender beacon_sender;
+struct beacon_sender {
+    server_rec *s;
+    beacon_server_conf *conf;
+    const char *hostname;
+    beacon_peer *peers;
+    int npeers;
+    apr_int64_t last_ts;
+    apr_int64_t seq;
+    volatile int owner;   /* this child holds the singleton */
+    beacon_sender *next;
+};
+
+static beacon_sender *senders;
+
+/* One datagram to every peer; a failing peer costs a log line, no more. */
+static void announce(beacon_sender *snd, const char *state, apr_pool_t *p)
+{
+    beacon_announcement_t a;
+    char buf[BEACON_MAX_DATAGRAM + 1];
+    apr_time_t now = apr_time_now();
+    int len, i;
+
+    a.url = snd->conf->advertise;
+    a.host = snd->hostname;
+    a.pid = getpid();
+    a.seq = snd->seq++;
+    a.ts = beacon_next_ts(&snd->last_ts, now);
+    a.state = state;
+    len = beacon_format(buf, sizeof(buf), &a, &snd->conf->key);
+    if (len < 0) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, snd->s, BCNLOGNO(00100)
+                     "cannot format an announcement (host name '%s' too "
+                     "long or not printable?)", snd->hostname);
+        return;
+    }
+    for (i = 0; i < snd->npeers; i++) {
+        beacon_peer *peer = &snd->peers[i];
+        apr_sockaddr_t *sa;
+        apr_socket_t *sock;
+        apr_size_t n = (apr_size_t)len;
+        apr_status_t rv;
+
+        rv = apr_sockaddr_info_get(&sa, peer->host, APR_UNSPEC, peer->port, 0, p);
+        if (rv == APR_SUCCESS) {
+            rv = apr_socket_create(&sock, sa->family, SOCK_DGRAM, APR_PROTO_UDP, p);
+        }
+        if (rv == APR_SUCCESS) {
+            rv = apr_socket_sendto(sock, sa, 0, buf, &n);
+            apr_socket_close(sock);
+        }
+        if (rv != APR_SUCCESS &&
+            now - peer->last_error_log >= SEND_ERROR_LOG_EVERY) {
+            peer->last_error_log = now;
+            ap_log_error(APLOG_MARK, APLOG_WARNING, rv, snd->s, BCNLOGNO(00101)
+                         "cannot send beacon to %s (next report in 60 s at "
+                         "most)", peer->spec);
+        }
+        else if (rv == APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_TRACE2, 0, snd->s,
+                         "sent %.*s to %s", len, buf, peer->spec);
+        }
+    }
+}
+
+static apr_status_t sender_callback(int state, void *data, apr_pool_t *p)
+{
+    beacon_sender *snd = data;
+
+    switch (state) {
+    case AP_WATCHDOG_STATE_STARTING:
+        snd->owner = 1;
+        /* the first announcement goes out now, not one interval later */
+        announce(snd, NULL, p);
+        break;
+    case AP_WATCHDOG_STATE_RUNNING:
+        announce(snd, NULL, p);
+        break;
+    }
+    return APR_SUCCESS;
+}
+
+/*
+ * Runs when the child exits (stop, graceful restart, idle reaping), after
+ * mod_watchdog joined its threads, so it never races a regular announcement.
+ */
+static apr_status_t send_leaving(void *data)
+{
+    beacon_sender *snd;
+    apr_pool_t *p;
+
+    (void)data;
+    if (apr_pool_create(&p, NULL) != APR_SUCCESS) {
+        return APR_SUCCESS;
+    }
+    for (snd = senders; snd; snd = snd->next) {
+        if (snd->owner) {
+            announce(snd, "leaving", p);
+            snd->owner = 0;
+        }
+    }
+    apr_pool_destroy(p);
+    return APR_SUCCESS;
+}
+
+static const char *split_peer(apr_pool_t *p, beacon_peer *peer)
+{
+    char *scope = NULL;
+
+    if (apr_parse_addr_port(&peer->host, &scope, &peer->port, peer->spec, p)
+        != APR_SUCCESS || peer->host == NULL || scope != NULL ||
+        peer->port == 0) {
+        return "ProxyBeaconAddress: expects host:port";
+    }
+    return NULL;
+}
+
+const char *beacon_sender_check_target(apr_pool_t *p, const char *spec)
+{
+    beacon_peer peer;
+
+    memset(&peer, 0, sizeof(peer));
+    peer.spec = spec;
+    return split_peer(p, &peer);
+}
+
+static apr_status_t start_sender(apr_pool_t *pconf, beacon_sender *snd,
+                                 int index)
+{
+    APR_OPTIONAL_FN_TYPE(ap_watchdog_get_instance) *get_instance =
+        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance);
+    APR_OPTIONAL_FN_TYPE(ap_watchdog_register_callback) *register_callback =
+        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_register_callback);
+    ap_watchdog_t *watchdog;
+    apr_status_t rv;
+
+    if (!get_instance || !register_callback) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, snd->s, BCNLOGNO(00102)
+                     "mod_watchdog is required by ProxyBeaconAddress");
+        return APR_EGENERAL;
+    }
+    rv = get_instance(&watchdog,
+                      apr_psprintf(pconf, "_proxy_beacon_sender_%d", index),
+                      0, 1, pconf);
+    if (rv == APR_SUCCESS) {
+        rv = register_callback(watchdog, snd->conf->interval, snd,
+                               sender_callback);
+    }
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, snd->s, BCNLOGNO(00103)
+                     "mod_watchdog cannot run the beacon sender with this "
+                     "MPM: this backend will NOT announce itself");
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
+{
+    beacon_sender **tail = &senders;
+    char hostname[APRMAXHOSTLEN + 1] = "";
+    server_rec *s;
+    int index = 0;
+
+    senders = NULL;
+    apr_gethostname(hostname, sizeof(hostname), pconf);
+    for (s = main_s; s; s = s->next) {
+        beacon_server_conf *conf = beacon_conf(s);
+        beacon_sender *snd;
+        int i;
+
+        if (conf->targets == NULL) {
+            continue;
+        }
+        snd = apr_pcalloc(pconf, sizeof(*snd));
+        snd->s = s;
+        snd->conf = conf;
+        snd->hostname = hostname[0] ? apr_pstrdup(pconf, hostname) : NULL;
+        snd->npeers = conf->targets->nelts;
+        snd->peers = apr_pcalloc(pconf, sizeof(beacon_peer) * snd->npeers);
+        for (i = 0; i < snd->npeers; i++) {
+            snd->peers[i].spec = APR_ARRAY_IDX(conf->targets, i, const char *);
+            split_peer(pconf, &snd->peers[i]); /* checked at config time */
+        }
+        if (conf->advertise == NULL) {
+            ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, BCNLOGNO(00104)
+                         "ProxyBeaconAdvertise is not set (%s): this server "
+                         "sends heartbeats only and joins no balancer",
+                         conf->where);
+        }
+        if (start_sender(pconf, snd, index++) != APR_SUCCESS) {
+            return APR_EGENERAL;
+        }
+        *tail = snd;
+        tail = &snd->next;
+    }
+    return APR_SUCCESS;
+}
+
+void beacon_senders_child_init(apr_pool_t *pchild)
+{
+    if (senders) {
+        apr_pool_cleanup_register(pchild, NULL, send_leaving,
+                                  apr_pool_cleanup_null);
+    }
+}
