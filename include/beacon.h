@@ -208,8 +208,10 @@ beacon_record_t *beacon_table_find(beacon_table_t *t, const char *url);
  * unless ts > the record's high-water mark. On BEACON_OK the lease is
  * renewed, *rec points to the record and *action says what to do; leaving
  * is non-zero for state=leaving. A NOT_MANAGED record gives
- * BEACON_DROP_NOT_MANAGED (with *rec set). state=leaving from a url never
- * added (NEW, PENDING) changes nothing.
+ * BEACON_DROP_NOT_MANAGED (with *rec set; its high-water mark and last_seen
+ * advance too, which times its release). state=leaving from a url never
+ * added (NEW, PENDING) changes nothing. A url of BEACON_URL_MAX bytes or more
+ * gives BEACON_DROP_UNACCEPTABLE_URL.
  */
 beacon_reason_t beacon_table_accept(beacon_table_t *t, const char *url,
                                     apr_int64_t ts, int leaving, apr_time_t now,
@@ -232,9 +234,10 @@ beacon_record_t *beacon_table_next_lapsed(beacon_table_t *t, apr_time_t now,
                                           unsigned *cursor);
 
 /*
- * Releases EVICTED, PENDING and NOT_MANAGED records silent for more than
- * 2 x max_skew: by then every datagram they accepted is stale, so dropping
- * the high-water mark admits no replay. Returns how many were released.
+ * Releases the records that are not members in rotation (NEW, PENDING,
+ * EVICTED, NOT_MANAGED) once silent for more than 2 x max_skew: by then
+ * every datagram they accepted is stale, so dropping the high-water mark
+ * admits no replay. Returns how many were released.
  */
 unsigned beacon_table_release(beacon_table_t *t, apr_time_t now);
 

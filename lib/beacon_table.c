@@ -136,6 +136,9 @@ beacon_reason_t beacon_table_accept(beacon_table_t *t, const char *url,
 
     *rec = NULL;
     *action = BEACON_ACT_NONE;
+    if (strlen(url) >= BEACON_URL_MAX) {
+        return BEACON_DROP_UNACCEPTABLE_URL;
+    }
     if (r == NULL && (r = insert(t, url, BEACON_REC_NEW, now)) == NULL) {
         return BEACON_DROP_TABLE_FULL;
     }

@@ -1,0 +1,109 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * Helpers shared by the libbeacon unit tests. Header-only (static inline),
+ * so each test stays one executable built from one .c file plus libbeacon.
+ * Include this first: it asks for the POSIX declarations (mmap) before any
+ * system header is read.
+ */
+#ifndef BEACON_TEST_COMMON_H
+#define BEACON_TEST_COMMON_H
+
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE 1
+#endif
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "beacon.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Compares two reasons by name first, so a failure reads
+ * "mac mismatch" != "duplicate field" rather than 4 != 5, then by value
+ * (two reasons sharing a name must still fail). what names the case.
+ */
+#define assert_reason_equal(got, want, what)                                  \
+    do {                                                                      \
+        beacon_reason_t got_ = (got), want_ = (want);                         \
+        if (got_ != want_) {                                                  \
+            print_error("case: %s\n", (what));                                \
+        }                                                                     \
+        assert_string_equal(beacon_reason_name(got_),                         \
+                            beacon_reason_name(want_));                       \
+        assert_int_equal(got_, want_);                                        \
+    } while (0)
+
+/*
+ * A copy of src[0..len) whose last byte sits just before an inaccessible
+ * page, as picohttpparser's tests do: a parser that reads past len
+ * crashes instead of passing by luck. Free with guarded_free().
+ */
+typedef struct {
+    unsigned char *map;
+    size_t maplen;
+    char *buf;
+} guarded_t;
+
+static inline guarded_t guarded_copy(const void *src, size_t len)
+{
+    guarded_t g;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t data_pages = (len + page - 1) / page;
+
+    if (data_pages == 0) {
+        data_pages = 1;
+    }
+    g.maplen = (data_pages + 1) * page;
+    g.map = mmap(NULL, g.maplen, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(g.map != MAP_FAILED);
+    assert_int_equal(mprotect(g.map + data_pages * page, page, PROT_NONE), 0);
+    g.buf = (char *)g.map + data_pages * page - len;
+    if (len > 0) {
+        memcpy(g.buf, src, len);
+    }
+    return g;
+}
+
+static inline void guarded_free(guarded_t *g)
+{
+    munmap(g->map, g->maplen);
+    g->map = NULL;
+    g->buf = NULL;
+}
+
+/* Parses exactly 2 * n hex digits into out (test fixtures only). */
+static inline void hex_to_bytes(const char *hex, unsigned char *out, size_t n)
+{
+    size_t i;
+
+    assert_int_equal(strlen(hex), 2 * n);
+    for (i = 0; i < n; i++) {
+        unsigned int v;
+        assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
+        out[i] = (unsigned char)v;
+    }
+}
+
+/* The key of the wire format's first two test vectors. */
+static inline beacon_key_t spec_hex_key(void)
+{
+    beacon_key_t k;
+    hex_to_bytes("00112233445566778899aabbccddeeff", k.bytes, sizeof k.bytes);
+    return k;
+}
+
+#endif /* BEACON_TEST_COMMON_H */

@@ -1,0 +1,1004 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * The lease and replay table (steps 7 and the member state machine) and
+ * beacon_receive() end to end. Time is the caller's: every boundary is
+ * exercised to the microsecond.
+ */
+#include "test_common.h"
+
+#define N ((apr_time_t)APR_INT64_C(1796000000000000))
+#define SEC ((apr_interval_time_t)APR_USEC_PER_SEC)
+#define TIMEOUT (10 * SEC)
+#define SKEW (30 * SEC)
+
+static const char *action_name(beacon_action_t a)
+{
+    switch (a) {
+    case BEACON_ACT_NONE: return "NONE";
+    case BEACON_ACT_ADD: return "ADD";
+    case BEACON_ACT_ENABLE: return "ENABLE";
+    case BEACON_ACT_DISABLE: return "DISABLE";
+    case BEACON_ACT_WAIT: return "WAIT";
+    case BEACON_ACT_NOT_MANAGED: return "NOT_MANAGED";
+    }
+    return "(out of range)";
+}
+
+static const char *state_name(beacon_state_t s)
+{
+    switch (s) {
+    case BEACON_REC_FREE: return "FREE";
+    case BEACON_REC_NEW: return "NEW";
+    case BEACON_REC_PENDING: return "PENDING";
+    case BEACON_REC_ACTIVE: return "ACTIVE";
+    case BEACON_REC_EVICTED: return "EVICTED";
+    case BEACON_REC_NOT_MANAGED: return "NOT_MANAGED";
+    }
+    return "(out of range)";
+}
+
+#define assert_action_equal(got, want, what)                                  \
+    do {                                                                      \
+        beacon_action_t got_a_ = (got), want_a_ = (want);                     \
+        if (got_a_ != want_a_) {                                              \
+            print_error("case: %s\n", (what));                                \
+        }                                                                     \
+        assert_string_equal(action_name(got_a_), action_name(want_a_));       \
+    } while (0)
+
+#define assert_state_equal(got, want, what)                                   \
+    do {                                                                      \
+        beacon_state_t got_s_ = (got), want_s_ = (want);                      \
+        if (got_s_ != want_s_) {                                              \
+            print_error("case: %s\n", (what));                                \
+        }                                                                     \
+        assert_string_equal(state_name(got_s_), state_name(want_s_));         \
+    } while (0)
+
+/*
+ * Tables are large (the whole fixed array), so they live on the heap; a
+ * failed assertion leaves the test early, so the teardown frees them.
+ */
+static beacon_table_t *tables[8];
+
+static beacon_table_t *alloc_table(void)
+{
+    size_t i;
+
+    for (i = 0; i < ARRAY_LEN(tables); i++) {
+        if (tables[i] == NULL) {
+            tables[i] = malloc(sizeof *tables[i]);
+            assert_non_null(tables[i]);
+            return tables[i];
+        }
+    }
+    fail_msg("too many tables in one test");
+    return NULL;
+}
+
+static int free_tables(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(tables); i++) {
+        free(tables[i]);
+        tables[i] = NULL;
+    }
+    return 0;
+}
+
+static beacon_table_t *new_table(apr_interval_time_t timeout,
+                                 apr_interval_time_t max_skew)
+{
+    beacon_table_t *t = alloc_table();
+
+    /* Garbage first: init must not rely on zeroed memory. */
+    memset(t, 0xa5, sizeof *t);
+    beacon_table_init(t, timeout, max_skew);
+    assert_int_equal(t->count, 0);
+    return t;
+}
+
+/*
+ * Accepts one announcement and checks reason and, on BEACON_OK, action.
+ * Returns the record (NULL on a drop).
+ */
+static beacon_record_t *announce(beacon_table_t *t, const char *url,
+                                 apr_int64_t ts, int leaving, apr_time_t now,
+                                 beacon_reason_t want, beacon_action_t want_act,
+                                 const char *what)
+{
+    beacon_record_t *rec = NULL;
+    beacon_action_t act = (beacon_action_t)-1;
+    beacon_reason_t r = beacon_table_accept(t, url, ts, leaving, now, &rec, &act);
+
+    assert_reason_equal(r, want, what);
+    if (r != BEACON_OK) {
+        return NULL;
+    }
+    assert_non_null(rec);
+    assert_string_equal(rec->url, url);
+    assert_true(rec == beacon_table_find(t, url));
+    assert_action_equal(act, want_act, what);
+    return rec;
+}
+
+/* A url announced, added and ACTIVE at now with ts. */
+static beacon_record_t *member(beacon_table_t *t, const char *url,
+                               apr_int64_t ts, apr_time_t now)
+{
+    beacon_record_t *rec = announce(t, url, ts, 0, now, BEACON_OK,
+                                    BEACON_ACT_ADD, "new member");
+    beacon_table_added(rec);
+    assert_state_equal(rec->state, BEACON_REC_ACTIVE, "added");
+    return rec;
+}
+
+static void member_url(char *buf, size_t size, unsigned i)
+{
+    snprintf(buf, size, "http://m%u.example.com:8080", i);
+}
+
+/* ------------------------------------------------------------------ */
+/* Replay, scripted                                                    */
+
+static void replay_counter_script(void **state)
+{
+    beacon_table_t *t = new_table(0, SKEW);
+    beacon_record_t *rec;
+    unsigned test_num = 0;
+
+    (void)state;
+    rec = member(t, "http://a", 100, N);
+    assert_true(rec->high_ts == 100);
+
+    /*
+     * T(ts, reason): one announcement of http://a. An accepted ts becomes
+     * the high-water mark; a dropped one leaves it alone.
+     */
+#define T(ts, want)                                                           \
+    do {                                                                      \
+        char what_[64];                                                       \
+        apr_int64_t before_ = rec->high_ts;                                   \
+        beacon_record_t *r_ = NULL;                                           \
+        beacon_action_t a_;                                                   \
+        snprintf(what_, sizeof what_, "replay script line %u", ++test_num);   \
+        assert_reason_equal(                                                  \
+            beacon_table_accept(t, "http://a", (ts), 0, N, &r_, &a_), (want), \
+            what_);                                                           \
+        assert_int_equal(rec->high_ts,                                        \
+                         (want) == BEACON_OK ? (apr_int64_t)(ts) : before_);  \
+    } while (0)
+    /*  1 */ T(100, BEACON_DROP_REPLAYED_TS);  /* equal to the mark */
+    /*  2 */ T(101, BEACON_OK);
+    /*  3 */ T(99, BEACON_DROP_REPLAYED_TS);   /* below */
+    /*  4 */ T(101, BEACON_DROP_REPLAYED_TS);
+    /*  5 */ T(1000, BEACON_OK);               /* a gap is fine */
+    /*  6 */ T(999, BEACON_DROP_REPLAYED_TS);  /* reordered */
+    /*  7 */ T(1000, BEACON_DROP_REPLAYED_TS);
+    /*  8 */ T(1001, BEACON_OK);
+    /*  9 */ T(1, BEACON_DROP_REPLAYED_TS);
+    /* 10 */ T(0, BEACON_DROP_REPLAYED_TS);
+    /* 11 */ T(APR_INT64_C(999999999999999999), BEACON_OK);
+    /* 12 */ T(APR_INT64_C(999999999999999999), BEACON_DROP_REPLAYED_TS);
+#undef T
+
+    /* The mark is per url: another url starts from nothing. */
+    announce(t, "http://b", 50, 0, N, BEACON_OK, BEACON_ACT_ADD,
+             "a low ts on another url");
+}
+
+/* A dropped replay renews nothing: the lease runs from the last acceptance. */
+static void a_replayed_announcement_does_not_renew_the_lease(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *rec = member(t, "http://a", 100, N);
+    unsigned cursor = 0;
+
+    (void)state;
+    announce(t, "http://a", 100, 0, N + TIMEOUT, BEACON_DROP_REPLAYED_TS, 0,
+             "replay just before the lease ends");
+    assert_true(rec->last_seen == N);
+    assert_true(beacon_table_next_lapsed(t, N + TIMEOUT + 1, &cursor) == rec);
+}
+
+/* ------------------------------------------------------------------ */
+/* Add, back-off                                                       */
+
+static void first_announcement_adds_and_later_ones_do_nothing(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *rec;
+
+    (void)state;
+    assert_null(beacon_table_find(t, "http://a"));
+    rec = announce(t, "http://a", 1, 0, N, BEACON_OK, BEACON_ACT_ADD, "first");
+    assert_state_equal(rec->state, BEACON_REC_NEW, "first");
+    assert_int_equal(t->count, 1);
+    assert_true(rec->high_ts == 1);
+    assert_true(rec->last_seen == N);
+
+    beacon_table_added(rec);
+    assert_state_equal(rec->state, BEACON_REC_ACTIVE, "added");
+    assert_true(announce(t, "http://a", 2, 0, N + SEC, BEACON_OK,
+                         BEACON_ACT_NONE, "second") == rec);
+    assert_state_equal(rec->state, BEACON_REC_ACTIVE, "second");
+    assert_true(rec->last_seen == N + SEC);
+    assert_true(rec->high_ts == 2);
+    assert_int_equal(t->count, 1);
+    assert_null(beacon_table_find(t, "http://b"));
+}
+
+static void failed_adds_back_off_doubling_up_to_the_cap(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *rec;
+    apr_interval_time_t want = BEACON_BACKOFF_MIN;
+    apr_time_t now = N;
+    apr_int64_t ts = 1;
+    unsigned i;
+
+    (void)state;
+    rec = announce(t, "http://a", ts++, 0, now, BEACON_OK, BEACON_ACT_ADD,
+                   "first");
+    for (i = 0; i < 10; i++) {
+        char what[64];
+
+        snprintf(what, sizeof what, "failure %u", i + 1);
+        beacon_table_add_failed(rec, now);
+        assert_state_equal(rec->state, BEACON_REC_PENDING, what);
+        if (rec->backoff != want) {
+            print_error("%s: backoff %" APR_INT64_T_FMT ", want %"
+                        APR_INT64_T_FMT "\n", what, rec->backoff, want);
+        }
+        assert_int_equal(rec->backoff, want);
+        assert_int_equal(rec->retry_at, now + want);
+
+        announce(t, "http://a", ts++, 0, rec->retry_at - 1, BEACON_OK,
+                 BEACON_ACT_WAIT, "1us before retry_at");
+        assert_state_equal(rec->state, BEACON_REC_PENDING, what);
+        /* At retry_at on even rounds, a little after on odd ones. */
+        now = rec->retry_at + (i % 2);
+        announce(t, "http://a", ts++, 0, now, BEACON_OK, BEACON_ACT_ADD,
+                 "at or after retry_at");
+        want = want * 2 > BEACON_BACKOFF_MAX ? BEACON_BACKOFF_MAX : want * 2;
+    }
+    /* 1, 2, 4, 8, 16, 32, 64, 64, ... seconds: the cap was reached. */
+    assert_int_equal(rec->backoff, BEACON_BACKOFF_MAX);
+
+    beacon_table_added(rec);
+    assert_state_equal(rec->state, BEACON_REC_ACTIVE, "added at last");
+    announce(t, "http://a", ts++, 0, now + SEC, BEACON_OK, BEACON_ACT_NONE,
+             "after the add");
+}
+
+/* ------------------------------------------------------------------ */
+/* Capacity                                                            */
+
+static void fill(beacon_table_t *t, unsigned n, apr_time_t now)
+{
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        char url[64];
+
+        member_url(url, sizeof url, i);
+        member(t, url, 1, now);
+    }
+}
+
+static void the_table_holds_256_urls_and_a_release_makes_room(void **state)
+{
+    beacon_table_t *t = new_table(0, SKEW);
+    beacon_record_t *rec;
+    char url[64];
+    unsigned i;
+
+    (void)state;
+    fill(t, BEACON_TABLE_CAPACITY, N);
+    assert_int_equal(t->count, BEACON_TABLE_CAPACITY);
+    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+        member_url(url, sizeof url, i);
+        assert_non_null(beacon_table_find(t, url));
+    }
+
+    member_url(url, sizeof url, BEACON_TABLE_CAPACITY);
+    announce(t, url, 1, 0, N, BEACON_DROP_TABLE_FULL, 0, "the 257th url");
+    assert_null(beacon_table_find(t, url));
+    assert_int_equal(t->count, BEACON_TABLE_CAPACITY);
+    announce(t, "http://m3.example.com:8080", 2, 0, N, BEACON_OK,
+             BEACON_ACT_NONE, "a known url while full");
+
+    /* One member leaves and is released: its slot takes the 257th. */
+    member_url(url, sizeof url, 100);
+    rec = announce(t, url, 2, 1, N, BEACON_OK, BEACON_ACT_DISABLE,
+                   "leaving while full");
+    assert_state_equal(rec->state, BEACON_REC_EVICTED, "left while full");
+    assert_int_equal(beacon_table_release(t, N + 2 * SKEW + 1), 1);
+    assert_null(beacon_table_find(t, url));
+    assert_int_equal(t->count, BEACON_TABLE_CAPACITY - 1);
+
+    member_url(url, sizeof url, BEACON_TABLE_CAPACITY);
+    announce(t, url, 1, 0, N + 2 * SKEW + 1, BEACON_OK, BEACON_ACT_ADD,
+             "the 257th url after a release");
+    assert_int_equal(t->count, BEACON_TABLE_CAPACITY);
+    member_url(url, sizeof url, BEACON_TABLE_CAPACITY + 1);
+    announce(t, url, 1, 0, N + 2 * SKEW + 1, BEACON_DROP_TABLE_FULL, 0,
+             "the 258th url");
+}
+
+/*
+ * Releasing records from the middle of hash chains keeps every other
+ * record findable, and freed slots are reused: a mixed table of PENDING,
+ * NOT_MANAGED, EVICTED and ACTIVE records, released and refilled.
+ */
+static void release_keeps_the_rest_findable_and_slots_reusable(void **state)
+{
+    beacon_table_t *t = new_table(0, SKEW);
+    char url[64];
+    unsigned i, expect_released = 0, round;
+
+    (void)state;
+    for (round = 0; round < 3; round++) {
+        apr_time_t now = N + round * 10 * SKEW;
+        unsigned kept = 0;
+
+        /* round 0 fills the table; later rounds refill released slots */
+        for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+            beacon_record_t *rec;
+
+            member_url(url, sizeof url, i);
+            if (beacon_table_find(t, url) != NULL) {
+                continue;
+            }
+            rec = announce(t, url, 1, 0, now, BEACON_OK, BEACON_ACT_ADD,
+                           "fill");
+            switch ((i + round) % 4) {
+            case 0: beacon_table_add_failed(rec, now); break;
+            case 1: beacon_table_not_managed(rec); break;
+            case 2:
+                beacon_table_added(rec);
+                if ((i + round) % 8 == 2) {
+                    announce(t, url, 2, 1, now, BEACON_OK, BEACON_ACT_DISABLE,
+                             "leaving");
+                }
+                break;
+            default: beacon_table_added(rec); break;
+            }
+        }
+        assert_int_equal(t->count, BEACON_TABLE_CAPACITY);
+
+        expect_released = 0;
+        for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+            beacon_record_t *rec;
+
+            member_url(url, sizeof url, i);
+            rec = beacon_table_find(t, url);
+            assert_non_null(rec);
+            if (rec->state != BEACON_REC_ACTIVE) {
+                expect_released++;
+            }
+        }
+        assert_int_equal(beacon_table_release(t, now + 2 * SKEW), 0);
+        assert_int_equal(beacon_table_release(t, now + 2 * SKEW + 1),
+                         expect_released);
+        assert_int_equal(t->count, BEACON_TABLE_CAPACITY - expect_released);
+        for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+            beacon_record_t *rec;
+
+            member_url(url, sizeof url, i);
+            rec = beacon_table_find(t, url);
+            if (rec != NULL) {
+                assert_state_equal(rec->state, BEACON_REC_ACTIVE, url);
+                assert_string_equal(rec->url, url);
+                kept++;
+            }
+        }
+        assert_int_equal(kept, BEACON_TABLE_CAPACITY - expect_released);
+    }
+}
+
+/* Records are linked by index: a byte copy of the table is a working table. */
+static void a_copied_table_works_on_its_own(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_table_t *copy = alloc_table();
+    beacon_record_t *rec;
+    char url[64];
+
+    (void)state;
+    fill(t, 40, N);
+    memcpy(copy, t, sizeof *t);
+    memset(t, 0xa5, sizeof *t); /* the original is gone */
+
+    member_url(url, sizeof url, 17);
+    rec = beacon_table_find(copy, url);
+    assert_non_null(rec);
+    assert_true(rec >= &copy->rec[0] && rec < &copy->rec[BEACON_TABLE_CAPACITY]);
+    announce(copy, url, 1, 0, N, BEACON_DROP_REPLAYED_TS, 0, "replay in copy");
+    announce(copy, url, 2, 0, N, BEACON_OK, BEACON_ACT_NONE, "in copy");
+    member_url(url, sizeof url, 40);
+    announce(copy, url, 1, 0, N, BEACON_OK, BEACON_ACT_ADD, "new in copy");
+    assert_int_equal(copy->count, 41);
+}
+
+/* ------------------------------------------------------------------ */
+/* Leases                                                              */
+
+static void timeout_zero_never_lapses(void **state)
+{
+    beacon_table_t *t = new_table(0, SKEW);
+    beacon_record_t *rec = member(t, "http://a", 1, N);
+    unsigned cursor = 0;
+
+    (void)state;
+    assert_null(beacon_table_next_lapsed(t, N + 3650 * 86400 * SEC, &cursor));
+    assert_state_equal(rec->state, BEACON_REC_ACTIVE, "after ten years");
+}
+
+static void a_lease_lapses_one_microsecond_after_timeout(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *rec = member(t, "http://a", 1, N);
+    unsigned cursor = 0;
+
+    (void)state;
+    assert_null(beacon_table_next_lapsed(t, N + TIMEOUT, &cursor));
+    assert_state_equal(rec->state, BEACON_REC_ACTIVE, "silent exactly T");
+
+    cursor = 0;
+    assert_true(beacon_table_next_lapsed(t, N + TIMEOUT + 1, &cursor) == rec);
+    assert_state_equal(rec->state, BEACON_REC_EVICTED, "silent T + 1us");
+    assert_null(beacon_table_next_lapsed(t, N + TIMEOUT + 1, &cursor));
+    /* Returned once: a new scan finds nothing more to evict. */
+    cursor = 0;
+    assert_null(beacon_table_next_lapsed(t, N + 100 * TIMEOUT, &cursor));
+    assert_state_equal(rec->state, BEACON_REC_EVICTED, "after the scan");
+}
+
+/* Each lapsed record exactly once, and only ACTIVE ones. */
+static void next_lapsed_returns_each_lapsed_member_once(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *a = member(t, "http://a", 1, N);
+    beacon_record_t *b = member(t, "http://b", 1, N + 5 * SEC);
+    beacon_record_t *c = member(t, "http://c", 1, N + 2 * SEC);
+    beacon_record_t *fresh = announce(t, "http://new", 1, 0, N, BEACON_OK,
+                                      BEACON_ACT_ADD, "never added");
+    beacon_record_t *pending = announce(t, "http://pending", 1, 0, N, BEACON_OK,
+                                        BEACON_ACT_ADD, "add failed");
+    beacon_record_t *got;
+    unsigned cursor = 0, seen_a = 0, seen_c = 0, other = 0;
+
+    (void)state;
+    beacon_table_add_failed(pending, N);
+    while ((got = beacon_table_next_lapsed(t, N + 2 * SEC + TIMEOUT + 1,
+                                           &cursor)) != NULL) {
+        if (got == a) {
+            seen_a++;
+        } else if (got == c) {
+            seen_c++;
+        } else {
+            print_error("lapsed: %s\n", got->url);
+            other++;
+        }
+        assert_true(seen_a + seen_c + other <= 5);
+    }
+    assert_int_equal(seen_a, 1);
+    assert_int_equal(seen_c, 1);
+    assert_int_equal(other, 0);
+    assert_state_equal(a->state, BEACON_REC_EVICTED, "a");
+    assert_state_equal(c->state, BEACON_REC_EVICTED, "c");
+    assert_state_equal(b->state, BEACON_REC_ACTIVE, "b, silent less than T");
+    assert_state_equal(fresh->state, BEACON_REC_NEW, "never added");
+    assert_state_equal(pending->state, BEACON_REC_PENDING, "add failed");
+}
+
+static void an_evicted_member_that_announces_again_is_enabled(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *rec = member(t, "http://a", 100, N);
+    apr_time_t later = N + TIMEOUT + 1;
+    unsigned cursor = 0;
+
+    (void)state;
+    assert_true(beacon_table_next_lapsed(t, later, &cursor) == rec);
+    /* The replay mark outlives the eviction. */
+    announce(t, "http://a", 100, 0, later, BEACON_DROP_REPLAYED_TS, 0,
+             "replay after eviction");
+    assert_state_equal(rec->state, BEACON_REC_EVICTED, "after a replay");
+    announce(t, "http://a", 101, 0, later, BEACON_OK, BEACON_ACT_ENABLE,
+             "back after eviction");
+    assert_state_equal(rec->state, BEACON_REC_ACTIVE, "enabled");
+    assert_true(rec->last_seen == later);
+    announce(t, "http://a", 102, 0, later, BEACON_OK, BEACON_ACT_NONE,
+             "enabled once");
+    /* The new lease runs from the re-announcement. */
+    cursor = 0;
+    assert_null(beacon_table_next_lapsed(t, later + TIMEOUT, &cursor));
+    cursor = 0;
+    assert_true(beacon_table_next_lapsed(t, later + TIMEOUT + 1, &cursor) == rec);
+}
+
+static void leaving_disables_and_the_next_announcement_enables(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *rec = member(t, "http://a", 1, N);
+    unsigned cursor = 0;
+
+    (void)state;
+    announce(t, "http://a", 2, 1, N + SEC, BEACON_OK, BEACON_ACT_DISABLE,
+             "leaving");
+    assert_state_equal(rec->state, BEACON_REC_EVICTED, "left");
+    /* Already out of rotation: not evicted a second time. */
+    assert_null(beacon_table_next_lapsed(t, N + 100 * TIMEOUT, &cursor));
+    announce(t, "http://a", 3, 0, N + 2 * SEC, BEACON_OK, BEACON_ACT_ENABLE,
+             "back after leaving");
+    assert_state_equal(rec->state, BEACON_REC_ACTIVE, "back");
+}
+
+/* ------------------------------------------------------------------ */
+/* Release                                                             */
+
+typedef enum {
+    LAPSED,      /* ACTIVE, lease lapsed, collected by next_lapsed */
+    LEFT,        /* announced state=leaving */
+    ADD_FAILED,  /* PENDING */
+    NOT_OURS     /* NOT_MANAGED */
+} how_t;
+
+typedef struct {
+    const char *name;
+    how_t how;
+    beacon_state_t state;
+} release_row_t;
+
+/*
+ * Released after more than 2 x max_skew of silence, counted from the last
+ * accepted announcement; then the url is new again (its mark forgotten).
+ */
+static void silent_records_are_released_after_twice_max_skew(void **state)
+{
+    static const release_row_t rows[] = {
+        {"an evicted (lapsed) member", LAPSED, BEACON_REC_EVICTED},
+        {"an evicted (left) member", LEFT, BEACON_REC_EVICTED},
+        {"a pending add", ADD_FAILED, BEACON_REC_PENDING},
+        {"a url not managed by beacon", NOT_OURS, BEACON_REC_NOT_MANAGED},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(rows); i++) {
+        const release_row_t *row = &rows[i];
+        beacon_table_t *t = new_table(TIMEOUT, SKEW);
+        beacon_record_t *rec = announce(t, "http://a", 100, 0, N, BEACON_OK,
+                                        BEACON_ACT_ADD, row->name);
+        apr_time_t last = N;
+        unsigned cursor = 0, released;
+
+        switch (row->how) {
+        case LAPSED:
+            beacon_table_added(rec);
+            assert_true(beacon_table_next_lapsed(t, N + TIMEOUT + 1, &cursor)
+                        == rec);
+            break;
+        case LEFT:
+            beacon_table_added(rec);
+            last = N + SEC;
+            announce(t, "http://a", 101, 1, last, BEACON_OK, BEACON_ACT_DISABLE,
+                     row->name);
+            break;
+        case ADD_FAILED:
+            beacon_table_add_failed(rec, N);
+            break;
+        case NOT_OURS:
+            beacon_table_not_managed(rec);
+            break;
+        }
+        assert_state_equal(rec->state, row->state, row->name);
+
+        released = beacon_table_release(t, last + 2 * SKEW);
+        if (released != 0) {
+            print_error("case: %s, silent exactly 2 x max_skew\n", row->name);
+        }
+        assert_int_equal(released, 0);
+        assert_true(beacon_table_find(t, "http://a") == rec);
+
+        released = beacon_table_release(t, last + 2 * SKEW + 1);
+        if (released != 1) {
+            print_error("case: %s, silent 2 x max_skew + 1us\n", row->name);
+        }
+        assert_int_equal(released, 1);
+        assert_null(beacon_table_find(t, "http://a"));
+        assert_int_equal(t->count, 0);
+
+        /* New again: ADD, and the old high-water mark is forgotten. */
+        announce(t, "http://a", 5, 0, last + 2 * SKEW + 1, BEACON_OK,
+                 BEACON_ACT_ADD, row->name);
+    }
+}
+
+static void active_members_are_never_released(void **state)
+{
+    beacon_table_t *with_lease = new_table(TIMEOUT, SKEW);
+    beacon_table_t *forever = new_table(0, SKEW);
+
+    (void)state;
+    member(with_lease, "http://a", 1, N);
+    member(forever, "http://a", 1, N);
+    /* Lapsed but not yet collected by next_lapsed: still ACTIVE. */
+    assert_int_equal(beacon_table_release(with_lease, N + 365 * 86400 * SEC), 0);
+    assert_non_null(beacon_table_find(with_lease, "http://a"));
+    assert_int_equal(beacon_table_release(forever, N + 365 * 86400 * SEC), 0);
+    assert_non_null(beacon_table_find(forever, "http://a"));
+}
+
+static void a_url_not_managed_by_beacon_is_left_alone(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *rec = announce(t, "http://a", 1, 0, N, BEACON_OK,
+                                    BEACON_ACT_ADD, "first");
+    unsigned cursor = 0;
+
+    (void)state;
+    beacon_table_not_managed(rec);
+    assert_state_equal(rec->state, BEACON_REC_NOT_MANAGED, "not managed");
+    announce(t, "http://a", 2, 0, N + SEC, BEACON_DROP_NOT_MANAGED, 0,
+             "announced again");
+    announce(t, "http://a", 3, 1, N + SEC, BEACON_DROP_NOT_MANAGED, 0,
+             "announced leaving");
+    assert_state_equal(rec->state, BEACON_REC_NOT_MANAGED, "still");
+    assert_null(beacon_table_next_lapsed(t, N + 100 * TIMEOUT, &cursor));
+}
+
+/* ------------------------------------------------------------------ */
+/* Adopt                                                               */
+
+static void adopt_gives_a_fresh_lease_from_adoption(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    apr_time_t at = N + 7 * SEC;
+    beacon_record_t *rec;
+    unsigned cursor = 0;
+
+    (void)state;
+    assert_reason_equal(beacon_table_adopt(t, "http://a", 0, at), BEACON_OK,
+                        "adopt enabled");
+    rec = beacon_table_find(t, "http://a");
+    assert_non_null(rec);
+    assert_state_equal(rec->state, BEACON_REC_ACTIVE, "adopted enabled");
+    assert_true(rec->high_ts == 0);
+    assert_true(rec->last_seen == at);
+    assert_int_equal(t->count, 1);
+    assert_null(beacon_table_next_lapsed(t, at + TIMEOUT, &cursor));
+    cursor = 0;
+    assert_true(beacon_table_next_lapsed(t, at + TIMEOUT + 1, &cursor) == rec);
+}
+
+static void an_adopted_member_takes_any_ts_and_is_not_added_again(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+
+    (void)state;
+    assert_reason_equal(beacon_table_adopt(t, "http://a", 0, N), BEACON_OK,
+                        "adopt");
+    announce(t, "http://a", 1, 0, N, BEACON_OK, BEACON_ACT_NONE,
+             "first announcement after adoption");
+}
+
+static void a_disabled_member_is_adopted_evicted_and_enabled_on_return(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *rec;
+    unsigned cursor = 0;
+
+    (void)state;
+    assert_reason_equal(beacon_table_adopt(t, "http://a", 1, N), BEACON_OK,
+                        "adopt disabled");
+    rec = beacon_table_find(t, "http://a");
+    assert_non_null(rec);
+    assert_state_equal(rec->state, BEACON_REC_EVICTED, "adopted disabled");
+    assert_null(beacon_table_next_lapsed(t, N + 100 * TIMEOUT, &cursor));
+    announce(t, "http://a", 1, 0, N + SEC, BEACON_OK, BEACON_ACT_ENABLE,
+             "announcement after adopting disabled");
+    assert_state_equal(rec->state, BEACON_REC_ACTIVE, "enabled");
+}
+
+static void adopt_leaves_an_existing_record_alone(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *active = member(t, "http://a", 500, N);
+    beacon_record_t *other = announce(t, "http://b", 9, 0, N, BEACON_OK,
+                                      BEACON_ACT_ADD, "b");
+
+    (void)state;
+    beacon_table_not_managed(other);
+    assert_reason_equal(beacon_table_adopt(t, "http://a", 1, N + 5 * SEC),
+                        BEACON_OK, "adopt an existing ACTIVE record");
+    assert_state_equal(active->state, BEACON_REC_ACTIVE, "existing active");
+    assert_true(active->high_ts == 500);
+    assert_true(active->last_seen == N);
+    assert_reason_equal(beacon_table_adopt(t, "http://b", 0, N + 5 * SEC),
+                        BEACON_OK, "adopt an existing NOT_MANAGED record");
+    assert_state_equal(other->state, BEACON_REC_NOT_MANAGED, "existing other");
+    assert_true(other->high_ts == 9);
+    assert_int_equal(t->count, 2);
+    announce(t, "http://a", 500, 0, N + 5 * SEC, BEACON_DROP_REPLAYED_TS, 0,
+             "the mark survived the adoption");
+}
+
+static void adopt_reports_a_full_table(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    char url[64];
+
+    (void)state;
+    fill(t, BEACON_TABLE_CAPACITY, N);
+    member_url(url, sizeof url, BEACON_TABLE_CAPACITY);
+    assert_reason_equal(beacon_table_adopt(t, url, 0, N),
+                        BEACON_DROP_TABLE_FULL, "adopt into a full table");
+    assert_null(beacon_table_find(t, url));
+    member_url(url, sizeof url, 0);
+    assert_reason_equal(beacon_table_adopt(t, url, 0, N), BEACON_OK,
+                        "adopt a known url into a full table");
+    assert_int_equal(t->count, BEACON_TABLE_CAPACITY);
+}
+
+/* ------------------------------------------------------------------ */
+/* Deadline                                                            */
+
+/* A deadline relative to N, so a failure reads "N+13.000001s". */
+static const char *when(char buf[48], apr_time_t d)
+{
+    if (d == 0) {
+        return "0 (never)";
+    }
+    snprintf(buf, 48, "N%+.6fs", (double)(d - N) / (double)SEC);
+    return buf;
+}
+
+static void assert_deadline_equal(const beacon_table_t *t, apr_time_t want,
+                                  const char *what)
+{
+    apr_time_t d = beacon_table_next_deadline(t);
+    char b1[48], b2[48];
+
+    if (d != want) {
+        print_error("%s: deadline %s, want %s\n", what, when(b1, d),
+                    when(b2, want));
+    }
+    assert_int_equal(d, want);
+}
+
+/*
+ * A lease "lapses" when silent for more than timeout, so its deadline is
+ * last_seen + timeout or the microsecond after; both wake the caller in
+ * time. Anything else (another record's, 0) is wrong. Same for releases.
+ */
+static void assert_deadline_near(const beacon_table_t *t, apr_time_t at,
+                                 const char *what)
+{
+    apr_time_t d = beacon_table_next_deadline(t);
+    char b1[48], b2[48];
+
+    if (d != at && d != at + 1) {
+        print_error("%s: deadline %s, want %s (or 1us later)\n", what,
+                    when(b1, d), when(b2, at));
+    }
+    assert_true(d == at || d == at + 1);
+}
+
+static void next_deadline_is_zero_when_nothing_is_ever_due(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_table_t *forever = new_table(0, SKEW);
+
+    (void)state;
+    assert_deadline_equal(t, 0, "empty table");
+    /* Members without a lease (timeout 0) are never due. */
+    fill(forever, 5, N);
+    assert_deadline_equal(forever, 0, "members without a lease");
+}
+
+/* A url that was told to be added but never was (it only said it was
+ * leaving, or the add is still outstanding) is forgotten after silence. */
+static void next_deadline_releases_a_url_never_added(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+
+    (void)state;
+    announce(t, "http://a", 1, 0, N, BEACON_OK, BEACON_ACT_ADD, "add only");
+    assert_deadline_near(t, N + 2 * SKEW, "release of a url never added");
+    assert_int_equal(beacon_table_release(t, N + 2 * SKEW), 0);
+    assert_int_equal(beacon_table_release(t, N + 2 * SKEW + 1), 1);
+    assert_null(beacon_table_find(t, "http://a"));
+}
+
+static void next_deadline_is_the_earliest_due_event(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *a, *p;
+    unsigned cursor = 0;
+
+    (void)state;
+    member(t, "http://b", 1, N + 3 * SEC);
+    a = member(t, "http://a", 1, N);
+    member(t, "http://c", 1, N + 4 * SEC);
+    assert_deadline_near(t, N + TIMEOUT, "lease of a");
+
+    /* a lapses; next is b's lease (a's release is 2 x max_skew away). */
+    assert_true(beacon_table_next_lapsed(t, N + TIMEOUT + 1, &cursor) == a);
+    assert_deadline_near(t, N + 3 * SEC + TIMEOUT, "lease of b");
+
+    /* A pending add is retried on its next announcement, so its retry_at
+     * sets no deadline: b's lease is still the earliest. */
+    p = announce(t, "http://p", 1, 0, N + 4 * SEC, BEACON_OK, BEACON_ACT_ADD,
+                 "p");
+    beacon_table_add_failed(p, N + 4 * SEC);
+    assert_true(p->retry_at < N + 3 * SEC + TIMEOUT);
+    assert_deadline_near(t, N + 3 * SEC + TIMEOUT, "lease of b, not p's retry");
+}
+
+static void next_deadline_includes_releases(void **state)
+{
+    beacon_table_t *t = new_table(0, SKEW);
+
+    (void)state;
+    member(t, "http://a", 1, N);
+    announce(t, "http://a", 2, 1, N + SEC, BEACON_OK, BEACON_ACT_DISABLE,
+             "leaving");
+    assert_deadline_near(t, N + SEC + 2 * SKEW, "release of a left member");
+}
+
+/* ------------------------------------------------------------------ */
+/* beacon_receive, end to end                                          */
+
+static size_t sign(char *out, size_t size, const beacon_key_t *k,
+                   const char *signed_part)
+{
+    unsigned char mac[BEACON_MAC_LEN];
+    size_t len = strlen(signed_part);
+    unsigned i;
+
+    beacon_mac(k, signed_part, len, mac);
+    assert_true(len + 5 + 2 * BEACON_MAC_LEN < size);
+    memcpy(out, signed_part, len);
+    memcpy(out + len, " mac=", 5);
+    len += 5;
+    for (i = 0; i < BEACON_MAC_LEN; i++) {
+        snprintf(out + len, 3, "%02x", mac[i]);
+        len += 2;
+    }
+    /* Deliberately not NUL-terminated where receive could notice. */
+    out[len] = 'X';
+    return len;
+}
+
+static void receive_runs_every_step(void **state)
+{
+    static const char v1[] =
+        "BEACON url=http://10.0.0.5:8080 host=web-1 pid=4242 seq=17 "
+        "ts=1796000000000000 mac=f73e29a869ca2b00";
+    static const char v2[] = "BEACON host=web-1 pid=4242 seq=18 "
+                             "ts=1796000000000001 mac=2cdf1be0166382fa";
+    /* A max_skew of its own, so receive must take the table's. */
+    const apr_interval_time_t skew = 7 * SEC;
+    beacon_table_t *t = new_table(TIMEOUT, skew);
+    beacon_key_t k = spec_hex_key();
+    beacon_event_t ev;
+    beacon_record_t *rec;
+    char dg[512];
+    size_t len;
+
+    (void)state;
+    /* The url vector: a new member, by its canonical url. */
+    memset(&ev, 0xa5, sizeof ev);
+    assert_reason_equal(beacon_receive(t, &k, v1, strlen(v1), N, &ev),
+                        BEACON_OK, "url vector");
+    assert_action_equal(ev.action, BEACON_ACT_ADD, "url vector");
+    assert_string_equal(ev.url, "http://10.0.0.5:8080");
+    assert_non_null(ev.rec);
+    assert_string_equal(ev.rec->url, "http://10.0.0.5:8080");
+    assert_true(ev.rec == beacon_table_find(t, "http://10.0.0.5:8080"));
+    assert_true(ev.dg.ts == N);
+    assert_true(ev.dg.host.ptr == strstr(v1, "web-1"));
+    rec = ev.rec;
+    beacon_table_added(rec);
+
+    /* The heartbeat vector: OK, no record, no action. */
+    memset(&ev, 0xa5, sizeof ev);
+    assert_reason_equal(beacon_receive(t, &k, v2, strlen(v2), N, &ev),
+                        BEACON_OK, "heartbeat vector");
+    assert_null(ev.rec);
+    assert_action_equal(ev.action, BEACON_ACT_NONE, "heartbeat vector");
+    assert_string_equal(ev.url, "");
+    assert_int_equal(t->count, 1);
+
+    /* The same datagram again. */
+    assert_reason_equal(beacon_receive(t, &k, v1, strlen(v1), N + SEC, &ev),
+                        BEACON_DROP_REPLAYED_TS, "url vector replayed");
+    assert_true(rec->high_ts == N);
+
+    /* Another spelling of the same origin is the same member. */
+    len = sign(dg, sizeof dg, &k,
+               "BEACON url=HTTP://10.0.0.5:8080/ ts=1796000000000005");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + SEC, &ev),
+                        BEACON_OK, "same origin, other spelling");
+    assert_true(ev.rec == rec);
+    assert_string_equal(ev.url, "http://10.0.0.5:8080");
+    assert_action_equal(ev.action, BEACON_ACT_NONE, "known member");
+    assert_int_equal(t->count, 1);
+
+    /* Unacceptable urls: nothing enters the table. */
+    len = sign(dg, sizeof dg, &k,
+               "BEACON url=http://10.0.0.5:8080/x ts=1796000000000006");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + SEC, &ev),
+                        BEACON_DROP_UNACCEPTABLE_URL, "a url with a path");
+    len = sign(dg, sizeof dg, &k,
+               "BEACON url=unix:/run/x.sock|http://h ts=1796000000000006");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + SEC, &ev),
+                        BEACON_DROP_UNACCEPTABLE_URL, "the unix socket form");
+    assert_int_equal(t->count, 1);
+
+    /* Verification comes first: a wrong mac touches nothing. */
+    len = sign(dg, sizeof dg, &k,
+               "BEACON url=http://10.0.0.9 ts=1796000000000007");
+    dg[len - 1] = dg[len - 1] == '0' ? '1' : '0';
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + SEC, &ev),
+                        BEACON_DROP_MAC_MISMATCH, "wrong mac");
+    assert_null(beacon_table_find(t, "http://10.0.0.9"));
+
+    /* Freshness uses the table's max_skew. */
+    len = sign(dg, sizeof dg, &k,
+               "BEACON url=http://10.0.0.5:8080 ts=1796000000000008");
+    assert_reason_equal(
+        beacon_receive(t, &k, dg, len, N + 8 + skew + 1, &ev),
+        BEACON_DROP_STALE_TS, "beyond the table's max_skew");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + 8 - skew - 1, &ev),
+                        BEACON_DROP_STALE_TS, "ahead beyond the table's max_skew");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + 8 + skew, &ev),
+                        BEACON_OK, "at the table's max_skew");
+
+    /* state=leaving reaches the table. */
+    len = sign(dg, sizeof dg, &k, "BEACON url=http://10.0.0.5:8080 "
+                                  "ts=1796000000000009 state=leaving");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + 2 * SEC, &ev),
+                        BEACON_OK, "leaving");
+    assert_action_equal(ev.action, BEACON_ACT_DISABLE, "leaving");
+    assert_state_equal(rec->state, BEACON_REC_EVICTED, "left");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(replay_counter_script, free_tables),
+        cmocka_unit_test_teardown(a_replayed_announcement_does_not_renew_the_lease, free_tables),
+        cmocka_unit_test_teardown(first_announcement_adds_and_later_ones_do_nothing, free_tables),
+        cmocka_unit_test_teardown(failed_adds_back_off_doubling_up_to_the_cap, free_tables),
+        cmocka_unit_test_teardown(the_table_holds_256_urls_and_a_release_makes_room, free_tables),
+        cmocka_unit_test_teardown(release_keeps_the_rest_findable_and_slots_reusable, free_tables),
+        cmocka_unit_test_teardown(a_copied_table_works_on_its_own, free_tables),
+        cmocka_unit_test_teardown(timeout_zero_never_lapses, free_tables),
+        cmocka_unit_test_teardown(a_lease_lapses_one_microsecond_after_timeout, free_tables),
+        cmocka_unit_test_teardown(next_lapsed_returns_each_lapsed_member_once, free_tables),
+        cmocka_unit_test_teardown(an_evicted_member_that_announces_again_is_enabled, free_tables),
+        cmocka_unit_test_teardown(leaving_disables_and_the_next_announcement_enables, free_tables),
+        cmocka_unit_test_teardown(silent_records_are_released_after_twice_max_skew, free_tables),
+        cmocka_unit_test_teardown(active_members_are_never_released, free_tables),
+        cmocka_unit_test_teardown(a_url_not_managed_by_beacon_is_left_alone, free_tables),
+        cmocka_unit_test_teardown(adopt_gives_a_fresh_lease_from_adoption, free_tables),
+        cmocka_unit_test_teardown(an_adopted_member_takes_any_ts_and_is_not_added_again, free_tables),
+        cmocka_unit_test_teardown(a_disabled_member_is_adopted_evicted_and_enabled_on_return, free_tables),
+        cmocka_unit_test_teardown(adopt_leaves_an_existing_record_alone, free_tables),
+        cmocka_unit_test_teardown(adopt_reports_a_full_table, free_tables),
+        cmocka_unit_test_teardown(next_deadline_is_zero_when_nothing_is_ever_due, free_tables),
+        cmocka_unit_test_teardown(next_deadline_releases_a_url_never_added, free_tables),
+        cmocka_unit_test_teardown(next_deadline_is_the_earliest_due_event, free_tables),
+        cmocka_unit_test_teardown(next_deadline_includes_releases, free_tables),
+        cmocka_unit_test_teardown(receive_runs_every_step, free_tables),
+    };
+
+    return cmocka_run_group_tests_name("table", tests, NULL, NULL);
+}
