@@ -67,18 +67,18 @@ void beacon_mac(const beacon_key_t *key, const void *buf, apr_size_t len,
     apr_siphash24_auth(mac, buf, len, key->bytes);
 }
 
+/* Digit value + 1, so that the zero default marks a non-hex byte. A table:
+ * the receiver reads 32 hex digits per datagram, forged ones included. */
+static const unsigned char hex_plus_one[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,
+    ['5'] = 6,  ['6'] = 7,  ['7'] = 8,  ['8'] = 9,  ['9'] = 10,
+    ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
 int beacon_hex_value(char c)
 {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
+    return (int)hex_plus_one[(unsigned char)c] - 1;
 }
 
 void beacon_wipe(void *p, apr_size_t len)
