@@ -1,0 +1,102 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Real HTTP backends for the proxy: one process each, answering with its name.
+
+A response body that names the backend is how tests see which member the
+balancer picked. Run as a script, this file is the server itself:
+
+    python3 backend.py NAME PORT
+
+Every GET/HEAD gets 200 and body NAME; each request's path is printed to
+stdout (Backend.requests() reads it back), e.g. to see `GET //x`.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from httpd import free_port, wait_for
+
+
+class Backend:
+    """One backend process on 127.0.0.1:port; started and stopped by pid."""
+
+    def __init__(self, name, workdir, port=None):
+        self.name = name
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = Path(workdir) / f"backend-{name}.log"
+        self.proc = None
+
+    def start(self, timeout=10):
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, __file__, self.name, str(self.port)],
+                stdout=log, stderr=subprocess.STDOUT)
+        wait_for(self._answers, timeout, f"backend {self.name} on port {self.port}")
+        return self
+
+    def _answers(self):
+        """True once it serves its name; raises at once if the process died."""
+        import http.client
+        if self.proc.poll() is not None:
+            raise AssertionError(f"backend {self.name} exited {self.proc.returncode}: "
+                                 + self.log_path.read_text())
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+        try:
+            conn.request("GET", "/_ready")
+            return conn.getresponse().read().decode() == self.name
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    def requests(self):
+        """Request lines ("GET /path") served so far, readiness probes excluded."""
+        lines = self.log_path.read_text().splitlines()
+        return [l for l in lines if l.startswith(("GET ", "HEAD ")) and l != "GET /_ready"]
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=10):
+        """terminate(), then kill() if it does not exit within timeout."""
+        if not self.running():
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout)
+
+
+def serve(name, port):
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self, with_body):
+            body = name.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("X-Backend", name)
+            self.end_headers()
+            if with_body:
+                self.wfile.write(body)
+            print(f"{self.command} {self.path}", flush=True)
+
+        def do_GET(self):
+            self._answer(True)
+
+        def do_HEAD(self):
+            self._answer(False)
+
+        def log_message(self, *args):
+            pass  # stdout carries only the request lines
+
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], int(sys.argv[2]))

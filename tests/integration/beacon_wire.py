@@ -1,0 +1,121 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""A beacon sender in pure Python, written from /work/shared/design/wire-format.md.
+
+It shares no code with the C library on purpose: a datagram that the module
+accepts from this sender proves the two implementations agree on the wire
+format, not merely that one implementation agrees with itself. The test
+vectors in test_wire_vectors.py prove this sender first.
+
+sign() does no validation, so tests can build malformed frames (duplicate
+keys, bad ts, oversize) that are still correctly signed.
+"""
+
+import hashlib
+import ipaddress
+import os
+import socket
+import struct
+import time
+
+MASK64 = 0xFFFFFFFFFFFFFFFF
+
+
+def _rotl(x, b):
+    return ((x << b) | (x >> (64 - b))) & MASK64
+
+
+def _sipround(v0, v1, v2, v3):
+    v0 = (v0 + v1) & MASK64
+    v1 = _rotl(v1, 13) ^ v0
+    v0 = _rotl(v0, 32)
+    v2 = (v2 + v3) & MASK64
+    v3 = _rotl(v3, 16) ^ v2
+    v0 = (v0 + v3) & MASK64
+    v3 = _rotl(v3, 21) ^ v0
+    v2 = (v2 + v1) & MASK64
+    v1 = _rotl(v1, 17) ^ v2
+    v2 = _rotl(v2, 32)
+    return v0, v1, v2, v3
+
+
+def siphash24(key: bytes, msg: bytes) -> int:
+    """SipHash-2-4 of msg under a 16-byte key, as a 64-bit integer."""
+    if len(key) != 16:
+        raise ValueError("SipHash key must be 16 bytes")
+    k0, k1 = struct.unpack("<QQ", key)
+    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D,
+         k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+    full = len(msg) - len(msg) % 8
+    tail = int.from_bytes(msg[full:], "little") | ((len(msg) & 0xFF) << 56)
+    blocks = [struct.unpack_from("<Q", msg, i)[0] for i in range(0, full, 8)]
+    for m in blocks + [tail]:
+        v[3] ^= m
+        for _ in range(2):
+            v = list(_sipround(*v))
+        v[0] ^= m
+    v[2] ^= 0xFF
+    for _ in range(4):
+        v = list(_sipround(*v))
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
+def tag_hex(key: bytes, msg: bytes) -> str:
+    """The tag as the wire writes it: the 8 little-endian bytes, lower-case hex."""
+    return siphash24(key, msg).to_bytes(8, "little").hex()
+
+
+def parse_key(secret: str) -> bytes:
+    """ProxyBeaconSecret -> 16-byte key: `hex:`+32 hex digits, or a passphrase
+    of at least 16 bytes whose SHA-1 gives the key (its first 16 bytes)."""
+    if secret.startswith("hex:"):
+        digits = secret[4:]
+        if len(digits) != 32 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+            raise ValueError("hex: key needs exactly 32 hex digits")
+        return bytes.fromhex(digits)
+    raw = secret.encode()
+    if len(raw) < 16:
+        raise ValueError("passphrase must be at least 16 bytes")
+    return hashlib.sha1(raw).digest()[:16]
+
+
+def _as_key(key) -> bytes:
+    return key if isinstance(key, bytes) else parse_key(key)
+
+
+def sign(fields, key) -> bytes:
+    """`BEACON k=v ... mac=<tag>` for fields, a list of (key, value) in wire order.
+
+    key is 16 bytes or a ProxyBeaconSecret string. Values are str()-ed and
+    written as given: no check, so tests can sign deliberately bad frames.
+    """
+    body = " ".join(["BEACON"] + [f"{k}={v}" for k, v in fields]).encode()
+    return body + b" mac=" + tag_hex(_as_key(key), body).encode()
+
+
+def now_usec() -> int:
+    """Wall clock in microseconds since the epoch, the unit of `ts`."""
+    return time.time_ns() // 1000
+
+
+def announce(key, url=None, host="pytest", pid=None, seq=1, ts=None,
+             state=None, extra=()) -> bytes:
+    """A signed datagram in the C sender's order: url, host, pid, seq, ts,
+    state, then extra (key, value) pairs. A None field is omitted; pid
+    defaults to this process, ts to now."""
+    pid = os.getpid() if pid is None else pid
+    ts = now_usec() if ts is None else ts
+    fields = [("url", url), ("host", host), ("pid", pid), ("seq", seq),
+              ("ts", ts), ("state", state)]
+    fields = [(k, v) for k, v in fields if v is not None] + list(extra)
+    return sign(fields, key)
+
+
+def send(datagram: bytes, addr) -> None:
+    """Send one datagram to addr = (host, port); loopback only, by rule."""
+    host, port = addr[0], addr[1]
+    ip = ipaddress.ip_address(host)
+    if not ip.is_loopback:
+        raise ValueError(f"tests send only to loopback, not {host}")
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as s:
+        s.sendto(datagram, (host, port))

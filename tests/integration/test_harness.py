@@ -1,0 +1,167 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""The harness proving itself on stock apache2, without mod_proxy_beacon.
+
+The module tests lean on these helpers to read and steer the balancer, so
+each helper is shown to work against the real server first: a module test
+that fails should mean the module is wrong, not the harness.
+"""
+
+import os
+import signal
+
+import pytest
+
+import httpd as H
+
+
+def plain(httpd_factory, **kwargs):
+    """An Httpd that never loads our module, whether or not it is built."""
+    return httpd_factory(module=None, **kwargs)
+
+
+def answer_from_each(h, names, timeout=10):
+    """GET / until every backend in names has answered; returns who answered."""
+    seen = set()
+
+    def all_seen():
+        status, body = h.get("/")
+        assert status == 200, f"proxy answered {status}: {body[:200]}"
+        seen.add(body)
+        return seen >= set(names)
+
+    H.wait_for(all_seen, timeout, f"answers from all of {sorted(names)}, seen {seen}")
+    return seen
+
+
+def test_generated_config_loads_modules_in_the_documented_order(httpd_factory):
+    h = plain(httpd_factory, status=True)
+    text = h.config_text()
+    order = ["mpm_event", "authz_core", "authz_host", "slotmem_shm", "proxy_module",
+             "proxy_http", "proxy_balancer", "lbmethod_byrequests", "status"]
+    positions = [text.index(f"LoadModule {m}") for m in order]
+    assert positions == sorted(positions)
+    assert text.index("ProxyPass /balancer-manager !") < text.index("ProxyPass / balancer://")
+    assert h.check_config() == (0, "Syntax OK\n")
+
+
+def test_check_config_reports_a_bad_directive(httpd_factory):
+    h = plain(httpd_factory, extra_config="NoSuchDirective on")
+    rc, out = h.check_config()
+    assert rc != 0
+    assert "Invalid command 'NoSuchDirective'" in out
+
+
+def test_empty_balancer_lists_no_member_and_logs_the_expected_error(httpd_factory):
+    h = plain(httpd_factory).start()
+    h.expect_errors("AH01171")  # "No workers in balancer", once per request
+    assert h.balancer_members() == []
+    assert h.get("/x")[0] == 503
+    h.wait_log(r"AH01171: balancer://cluster: No workers")
+    assert h.get("/y")[0] == 503
+    h.wait_log(r"AH01171:")  # the cursor moved: this is the second line
+    assert h.error_log().count("AH01171") == 2
+    assert h.unexpected_errors() == []
+
+
+@pytest.mark.parametrize("mpm", ["event", "prefork"])
+def test_static_members_are_listed_and_both_answer(httpd_factory, backend_factory, mpm):
+    a, b = backend_factory("alpha"), backend_factory("beta")
+    h = plain(httpd_factory, mpm=mpm, members=[a.url, b.url]).start()
+    members = h.balancer_members()
+    assert [(w["name"], w["status"]) for w in members] == [(a.url, "Init Ok"),
+                                                            (b.url, "Init Ok")]
+    answer_from_each(h, {"alpha", "beta"})
+    assert sum(w["elected"] for w in h.balancer_members()) >= 2
+    # httpd logs a request after sending its response: poll, do not read once.
+    H.wait_for(lambda: {r["worker"] for r in h.access_log() if r["path"] == "/"}
+               == {a.url, b.url}, 5, "both workers in the access log")
+
+
+@pytest.mark.parametrize("letter, word", [("D", "Dis"), ("S", "Stop")])
+def test_operator_flag_takes_a_member_out_of_rotation(httpd_factory, backend_factory,
+                                                      letter, word):
+    a, b = backend_factory("alpha"), backend_factory("beta")
+    h = plain(httpd_factory, members=[a.url, b.url]).start()
+    answer_from_each(h, {"alpha", "beta"})
+
+    after = h.set_worker_status("cluster", a.url, **{letter: 1})
+    assert after["status"] == f"Init {word}"
+    assert h.worker(a.url)["status"] == f"Init {word}"
+    assert h.worker(b.url)["status"] == "Init Ok"
+    served_by_a = len(a.requests())
+    assert {h.get("/")[1] for _ in range(10)} == {"beta"}
+    assert len(a.requests()) == served_by_a
+
+    assert h.set_worker_status("balancer://cluster", a.url, **{letter: 0})["status"] == "Init Ok"
+    answer_from_each(h, {"alpha"})
+
+
+def test_set_worker_status_keeps_flags_it_was_not_given(httpd_factory, backend_factory):
+    a = backend_factory("alpha")
+    h = plain(httpd_factory, members=[a.url]).start()
+    h.set_worker_status("cluster", a.url, D=1)
+    assert h.set_worker_status("cluster", a.url, N=1)["flags"] == {"Init", "Dis", "Drn"}
+
+
+def test_stop_leaves_no_process_of_the_instance(httpd_factory):
+    h = plain(httpd_factory).start()
+    pids = [h.pid] + h.child_pids()
+    assert len(pids) > 1, "event MPM should have forked children"
+    h.stop()
+    assert all(H.pid_gone(p) for p in pids)
+    assert not h.pid_path.exists()
+    assert not h._answers_http()
+
+
+def test_graceful_restart_replaces_the_children(httpd_factory, backend_factory):
+    a = backend_factory("alpha")
+    h = plain(httpd_factory, members=[a.url]).start()
+    old = set(h.child_pids())
+    h.graceful()
+    H.wait_for(lambda: set(h.child_pids()) - old, 10, "a child of the new generation")
+    assert h.get("/")[1] == "alpha"
+
+
+def test_a_crashing_child_fails_the_clean_log_check(httpd_factory):
+    h = plain(httpd_factory).start()
+    victim = h.child_pids()[0]
+    # SIGSEGV, as a module bug would raise. (SIGKILL would not do: httpd
+    # logs no line for a child killed by KILL, TERM, HUP or USR1.) The
+    # setuid www-data child is not dumpable, so no core file is written.
+    os.kill(victim, signal.SIGSEGV)
+    h.wait_log(rf"AH0005[12]: child pid {victim} exit signal Segmentation fault")
+    assert any(f"child pid {victim}" in line for line in h.unexpected_errors())
+    h.expect_errors("AH00051", "AH00052")  # deliberate here only
+
+
+def test_fail_to_start_reports_a_port_in_use(httpd_factory, backend_factory):
+    busy = backend_factory("squatter")
+    h = plain(httpd_factory, port=busy.port)
+    rc, out = h.fail_to_start()
+    assert rc != 0
+    # Startup errors go to stderr, before the ErrorLog opens: the output has
+    # them and the error log stays empty.
+    assert "AH00072: make_sock: could not bind" in out
+    assert h.error_log() == ""
+
+
+def test_error_lines_flag_errors_and_crashes_but_not_expected_tags():
+    log = "\n".join([
+        "[Mon Nov 30 10:16:12.5 2026] [proxy_balancer:error] [pid 1:tid 2] "
+        "[client 127.0.0.1:3] AH01171: balancer://cluster: No workers in balancer",
+        "[Mon Nov 30 10:16:12.6 2026] [proxy_beacon:crit] [pid 1:tid 2] BCN00012: boom",
+        "[Mon Nov 30 10:16:12.7 2026] [proxy_beacon:warn] [pid 1:tid 2] BCN00013: meh",
+        "[Mon Nov 30 10:16:12.8 2026] [core:emerg] [pid 1:tid 2] untagged disaster",
+        "[Mon Nov 30 10:16:12.9 2026] [core:notice] [pid 1:tid 1] AH00052: child pid 7 "
+        "exit signal Segmentation fault (11)",
+    ])
+    assert len(H.error_lines(log)) == 4
+    unexpected = H.error_lines(log, {"AH01171", "BCN00012"})
+    assert [line.split("] ")[-1] for line in unexpected] == [
+        "untagged disaster", "AH00052: child pid 7 exit signal Segmentation fault (11)"]
+
+
+def test_module_path_prefers_the_environment(monkeypatch, tmp_path):
+    so = tmp_path / "mod_proxy_beacon.so"
+    monkeypatch.setenv("BEACON_MODULE", str(so))
+    assert H.module_path() == str(so)
