@@ -1,0 +1,105 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Shared pieces of the module's integration tests: receiver and sender
+configs, and an announcer that speaks the wire format to a receiver."""
+
+import threading
+
+import beacon_wire as bw
+from httpd import free_port, wait_for
+
+SECRET = "hex:00112233445566778899aabbccddeeff"
+
+
+def receiver_config(udp_port, balancer="cluster", timeout=None, secret=SECRET,
+                    listen=None, extra=""):
+    """The directives of a receiver; balancer=None is log-only mode."""
+    lines = [f"ProxyBeaconListen {listen if listen is not None else f'127.0.0.1:{udp_port}'}"]
+    if balancer:
+        lines.append(f"ProxyBeaconBalancer {balancer}")
+    if timeout is not None:
+        lines.append(f"ProxyBeaconTimeout {timeout}")
+    if secret:
+        lines.append(f"ProxyBeaconSecret {secret}")
+    return "\n".join(lines) + "\n" + extra
+
+
+def make_proxy(httpd_factory, timeout=None, balancer="cluster", **kwargs):
+    """(httpd, Announcer) for a started proxy whose receiver is listening."""
+    udp = free_port()
+    h = httpd_factory(tail_config=receiver_config(udp, balancer, timeout), **kwargs)
+    h.start()
+    h.wait_log(r"BCN00050: listening for beacons on udp 127\.0\.0\.1:%d" % udp)
+    return h, Announcer(udp)
+
+
+class Announcer:
+    """Sends signed announcements to one receiver with a strictly rising ts."""
+
+    def __init__(self, port, host="127.0.0.1", secret=SECRET):
+        self.addr = (host, port)
+        self.secret = secret
+        self.last_ts = 0
+
+    def next_ts(self):
+        self.last_ts = max(bw.now_usec(), self.last_ts + 1)
+        return self.last_ts
+
+    def announce(self, url=None, ts=None, **fields):
+        """Sends one announcement and returns its bytes (for replays)."""
+        datagram = bw.announce(self.secret, url=url,
+                               ts=ts if ts is not None else self.next_ts(), **fields)
+        self.send(datagram)
+        return datagram
+
+    def send(self, datagram):
+        bw.send(datagram, self.addr)
+
+
+class Heartbeat:
+    """Announces url every period seconds from a thread, like a live backend."""
+
+    def __init__(self, announcer, url, period=0.2):
+        self.announcer, self.url, self.period = announcer, url, period
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stopped.is_set():
+            self.announcer.announce(self.url)
+            self.stopped.wait(self.period)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        self.thread.join(5)
+
+
+def enabled(worker):
+    return "Ok" in worker["flags"] and "Dis" not in worker["flags"]
+
+
+def wait_member(h, url, want_enabled=True, timeout=10):
+    """Polls balancer-manager until url is a member in the wanted state."""
+    def state():
+        for w in h.balancer_members():
+            if w["name"] == url and enabled(w) == want_enabled:
+                return w
+        return None
+    return wait_for(state, timeout,
+                    f"{url} {'enabled' if want_enabled else 'disabled'} in balancer-manager")
+
+
+def fetch_until_each_answers(h, names, timeout=10, path="/"):
+    """GETs path until every backend in names has answered."""
+    seen = set()
+
+    def all_seen():
+        status, body = h.get(path)
+        if status == 200:
+            seen.add(body)
+        return seen >= set(names)
+    wait_for(all_seen, timeout, f"answers from all of {sorted(names)}, seen {sorted(seen)}")
+    return seen
