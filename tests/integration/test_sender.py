@@ -1,0 +1,79 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""The module as sender: a backend apache2 with four lines of config joins
+the proxies it names, and leaves rotation the moment it stops."""
+
+import time
+
+import pytest
+
+from beacon_env import SECRET, enabled, make_proxy, wait_member
+from httpd import wait_for
+
+pytestmark = pytest.mark.beacon
+
+
+def sender_httpd(httpd_factory, targets, advertise=True, interval="1"):
+    """A backend apache2 that loads no proxy module at all, only ours."""
+    h = httpd_factory()
+    lines = [line for line in h.modules_config().splitlines()
+             if line.startswith(("LoadModule mpm_", "LoadModule authz_core",
+                                 "LoadModule proxy_beacon"))]
+    h.modules_config = lambda: "\n".join(lines) + "\n"
+    h.proxy_config = h.proxypass_config = h.manager_config = ""
+    h.tail_config = (f"ProxyBeaconAddress {' '.join(targets)}\n"
+                     + (f"ProxyBeaconAdvertise http://127.0.0.1:{h.port}\n" if advertise else "")
+                     + f"ProxyBeaconInterval {interval}\n"
+                     + f"ProxyBeaconSecret {SECRET}\n")
+    (h.dir / "htdocs" / "index.html").write_text(f"backend {h.port}")
+    return h
+
+
+def test_a_sender_joins_within_one_interval_and_leaves_when_it_stops(httpd_factory):
+    proxy, ann = make_proxy(httpd_factory)  # no timeout: only leaving disables
+    backend = sender_httpd(httpd_factory, [f"udp://127.0.0.1:{ann.addr[1]}"],
+                           interval="10")
+    url = f"http://127.0.0.1:{backend.port}"
+    started = time.monotonic()
+    backend.start()
+    wait_member(proxy, url, timeout=10)
+    assert time.monotonic() - started < 10, "the first announcement goes out at start-up"
+    assert proxy.get("/index.html") == (200, f"backend {backend.port}")
+
+    backend.stop()
+    proxy.wait_log(r"BCN00036: backend leaving %s" % url)
+    assert not enabled(proxy.worker(url))
+
+
+def test_a_sender_announces_to_every_proxy_it_names(httpd_factory):
+    (p1, a1), (p2, a2) = make_proxy(httpd_factory), make_proxy(httpd_factory)
+    backend = sender_httpd(httpd_factory, [f"127.0.0.1:{a1.addr[1]}",
+                                           f"127.0.0.1:{a2.addr[1]}"])
+    backend.start()
+    url = f"http://127.0.0.1:{backend.port}"
+    wait_member(p1, url)
+    wait_member(p2, url)
+
+
+def test_a_sender_keeps_announcing_every_interval(httpd_factory):
+    proxy, ann = make_proxy(httpd_factory, timeout="1500ms")
+    backend = sender_httpd(httpd_factory, [f"127.0.0.1:{ann.addr[1]}"], interval="300ms")
+    backend.start()
+    url = f"http://127.0.0.1:{backend.port}"
+    wait_member(proxy, url)
+    # Longer than the timeout: only regular announcements keep it in.
+    deadline = time.monotonic() + 3
+    wait_for(lambda: time.monotonic() > deadline or not enabled(proxy.worker(url)),
+             5, "3 s of membership")
+    assert enabled(proxy.worker(url))
+    assert "evicted backend" not in proxy.error_log()
+
+
+def test_a_sender_without_advertise_says_it_sends_heartbeats_only(httpd_factory):
+    proxy, ann = make_proxy(httpd_factory)
+    backend = sender_httpd(httpd_factory, [f"127.0.0.1:{ann.addr[1]}"], advertise=False)
+    backend.start()
+    backend.wait_log(r"BCN00104: ProxyBeaconAdvertise is not set .*heartbeats only",
+                     since=0)
+    proxy.wait_log(r"BCN00041: 127\.0\.0\.1:%d: heartbeat without url from host=\S+ "
+                   r"pid=\d+" % ann.addr[1])
+    assert proxy.balancer_members() == []
