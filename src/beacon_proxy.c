@@ -41,15 +41,13 @@ typedef struct {
     apr_uint32_t in_use;
 } beacon_mark;
 
-static ap_slotmem_provider_t *registry_storage;
-static ap_slotmem_instance_t *registry;
-static unsigned registry_slots;
-
 struct beacon_target {
     server_rec *s;
     proxy_server_conf *conf;
     proxy_balancer *b;
     int manage_max_attempts; /* the admin left maxattempts unset */
+    ap_slotmem_provider_t *storage;
+    ap_slotmem_instance_t *registry;
 };
 
 int beacon_proxy_linked(void)
@@ -84,66 +82,87 @@ const char *beacon_proxy_check_balancer(apr_pool_t *p, server_rec *s,
 /* ------------------------------------------------------------------ */
 /* Registry                                                            */
 
-apr_status_t beacon_registry_create(apr_pool_t *pconf, server_rec *s,
-                                    unsigned receivers, int persist)
+/* "proxy_beacon_<balancer>_<port>": one registry per receiver, a name that
+ * stays the same across restarts so the persisted copy is found again. */
+static const char *registry_name(apr_pool_t *p, const char *balancer_name,
+                                 apr_port_t port)
+{
+    char *name = apr_psprintf(p, "proxy_beacon_%s_%u", balancer_name,
+                              (unsigned)port);
+    char *c;
+
+    for (c = name; *c; c++) {
+        if (!apr_isalnum(*c) && *c != '-') {
+            *c = '_';
+        }
+    }
+    return name;
+}
+
+/*
+ * Persisted across restarts and stops (mod_slotmem_shm writes it to
+ * DefaultRuntimeDir), so that beacon's members can be restored before the
+ * first request of the new generation even without BalancerPersist.
+ */
+static apr_status_t registry_open(beacon_target *t, apr_pool_t *pconf,
+                                  const char *name)
 {
     apr_status_t rv;
 
-    registry_storage = ap_lookup_provider(AP_SLOTMEM_PROVIDER_GROUP, "shm",
-                                          AP_SLOTMEM_PROVIDER_VERSION);
-    if (registry_storage == NULL) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00001)
+    t->storage = ap_lookup_provider(AP_SLOTMEM_PROVIDER_GROUP, "shm",
+                                    AP_SLOTMEM_PROVIDER_VERSION);
+    if (t->storage == NULL) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, t->s, BCNLOGNO(00001)
                      "mod_slotmem_shm is required by ProxyBeaconListen: "
                      "load it before mod_proxy_beacon");
         return APR_EGENERAL;
     }
-    registry_slots = receivers * BEACON_TABLE_CAPACITY;
-    rv = registry_storage->create(&registry, REGISTRY_NAME, sizeof(beacon_mark),
-                                  registry_slots,
-                                  AP_SLOTMEM_TYPE_PREGRAB |
-                                  (persist ? AP_SLOTMEM_TYPE_PERSIST : 0),
-                                  pconf);
+    rv = t->storage->create(&t->registry, name, sizeof(beacon_mark),
+                            BEACON_TABLE_CAPACITY,
+                            AP_SLOTMEM_TYPE_PREGRAB | AP_SLOTMEM_TYPE_PERSIST,
+                            pconf);
     if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, BCNLOGNO(00002)
-                     "cannot create the member registry in shared memory");
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, t->s, BCNLOGNO(00002)
+                     "cannot create the member registry %s in shared memory",
+                     name);
     }
     return rv;
 }
 
-static beacon_mark *mark_at(unsigned i)
+static beacon_mark *mark_at(const beacon_target *t, unsigned i)
 {
     void *p = NULL;
 
-    if (registry_storage->dptr(registry, i, &p) != APR_SUCCESS) {
+    if (t->storage->dptr(t->registry, i, &p) != APR_SUCCESS) {
         return NULL;
     }
     return p;
 }
 
-static beacon_mark *registry_find(const proxy_balancer *b, const char *url)
+static beacon_mark *registry_find(const beacon_target *t, const char *url)
 {
     unsigned i;
 
-    for (i = 0; i < registry_slots; i++) {
-        beacon_mark *m = mark_at(i);
+    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+        beacon_mark *m = mark_at(t, i);
 
         if (m && m->in_use && strcmp(m->url, url) == 0 &&
-            strcmp(m->balancer, b->s->name) == 0) {
+            strcmp(m->balancer, t->b->s->name) == 0) {
             return m;
         }
     }
     return NULL;
 }
 
-static int registry_put(const proxy_balancer *b, const char *url)
+static int registry_put(const beacon_target *t, const char *url)
 {
     unsigned i;
 
-    for (i = 0; i < registry_slots; i++) {
-        beacon_mark *m = mark_at(i);
+    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+        beacon_mark *m = mark_at(t, i);
 
         if (m && !m->in_use) {
-            apr_cpystrn(m->balancer, b->s->name, sizeof(m->balancer));
+            apr_cpystrn(m->balancer, t->b->s->name, sizeof(m->balancer));
             apr_cpystrn(m->url, url, sizeof(m->url));
             m->in_use = 1;
             return 1;
@@ -155,19 +174,27 @@ static int registry_put(const proxy_balancer *b, const char *url)
 /* ------------------------------------------------------------------ */
 /* Balancer                                                            */
 
-beacon_target *beacon_proxy_target(apr_pool_t *p, server_rec *s,
-                                   const char *balancer_name)
+beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
+                                   const char *balancer_name, apr_port_t port)
 {
-    beacon_target *t = apr_pcalloc(p, sizeof(*t));
+    beacon_target *t = apr_pcalloc(pconf, sizeof(*t));
 
     t->s = s;
     t->conf = proxy_conf(s);
-    t->b = ap_proxy_get_balancer(p, t->conf, balancer_url(p, balancer_name), 0);
+    t->b = ap_proxy_get_balancer(pconf, t->conf,
+                                 balancer_url(pconf, balancer_name), 0);
     if (t->b == NULL || t->b->s == NULL || t->b->wslot == NULL) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00006)
+                     "balancer://%s has no shared memory yet: is "
+                     "mod_proxy_balancer loaded?", balancer_name);
         return NULL;
     }
     /* Decided once: a value the admin set is never ours to change. */
     t->manage_max_attempts = !t->b->s->max_attempts_set;
+    if (registry_open(t, pconf, registry_name(pconf, balancer_name, port))
+        != APR_SUCCESS) {
+        return NULL;
+    }
     return t;
 }
 
@@ -230,8 +257,28 @@ static void forget_worker(proxy_balancer *b, proxy_worker_shared *shm,
     }
 }
 
-static beacon_add_result define_and_share(beacon_target *t, const char *url,
-                                          apr_pool_t *worker_pool)
+static int registry_has_room(const beacon_target *t)
+{
+    unsigned i;
+
+    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+        beacon_mark *m = mark_at(t, i);
+
+        if (m && !m->in_use) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Defines url in the balancer with a shared slot of its own, as
+ * balancer-manager's add does; initializing it is the caller's business.
+ * On failure nothing of it is left behind and NULL is returned.
+ */
+static proxy_worker *share_new_worker(beacon_target *t, const char *url,
+                                      apr_pool_t *worker_pool,
+                                      beacon_add_result *result)
 {
     proxy_balancer *b = t->b;
     proxy_worker_shared *shm = NULL;
@@ -240,8 +287,10 @@ static beacon_add_result define_and_share(beacon_target *t, const char *url,
     apr_status_t rv;
     char *err;
 
+    *result = BEACON_ADD_FAILED;
     if (b->storage->num_free_slots(b->wslot) == 0) {
-        return BEACON_ADD_NO_SLOT;
+        *result = BEACON_ADD_NO_SLOT;
+        return NULL;
     }
     reserve_occupied_slots(b);
     err = ap_proxy_define_worker_ex(worker_pool, &w, b, t->conf, url,
@@ -249,45 +298,73 @@ static beacon_add_result define_and_share(beacon_target *t, const char *url,
     if (err != NULL) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00003)
                      "cannot define worker %s in %s: %s", url, b->s->name, err);
-        return BEACON_ADD_FAILED;
+        return NULL;
     }
     PROXY_COPY_CONF_PARAMS(w, t->conf);
     if ((rv = b->storage->grab(b->wslot, &idx)) != APR_SUCCESS) {
         forget_worker(b, NULL, 0, 0);
-        return rv == APR_EINVAL ? BEACON_ADD_NO_SLOT : BEACON_ADD_FAILED;
+        if (rv == APR_EINVAL) {
+            *result = BEACON_ADD_NO_SLOT;
+        }
+        return NULL;
     }
     if ((rv = b->storage->dptr(b->wslot, idx, (void **)&shm)) != APR_SUCCESS ||
-        (rv = ap_proxy_share_worker(w, shm, (int)idx)) != APR_SUCCESS ||
-        (rv = ap_proxy_initialize_worker(w, t->s, t->conf->pool)) != APR_SUCCESS) {
+        (rv = ap_proxy_share_worker(w, shm, (int)idx)) != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00004)
-                     "cannot share or initialize worker %s in %s", url,
-                     b->s->name);
+                     "cannot share worker %s in %s", url, b->s->name);
         forget_worker(b, shm, 1, idx);
-        return BEACON_ADD_FAILED;
+        return NULL;
     }
-    if (!registry_put(b, url)) {
+    *result = BEACON_ADD_DONE;
+    return w;
+}
+
+/* As mod_proxy_balancer does for static members: a request may try them
+ * all, unless the admin set maxattempts. */
+static void count_failover_attempts(beacon_target *t)
+{
+    if (t->manage_max_attempts && t->b->workers->nelts > 1) {
+        t->b->s->max_attempts = t->b->workers->nelts - 1;
+        t->b->s->max_attempts_set = 1;
+    }
+}
+
+static beacon_add_result define_and_share(beacon_target *t, const char *url,
+                                          apr_pool_t *worker_pool)
+{
+    beacon_add_result result;
+    proxy_worker *w;
+    apr_status_t rv;
+
+    if (!registry_has_room(t)) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00005)
                      "member registry full; not adding %s to %s", url,
-                     b->s->name);
-        forget_worker(b, shm, 1, idx);
+                     t->b->s->name);
         return BEACON_ADD_FAILED;
     }
-    if (t->manage_max_attempts && b->workers->nelts > 1) {
-        /* as mod_proxy_balancer does for static members: try them all */
-        b->s->max_attempts = b->workers->nelts - 1;
-        b->s->max_attempts_set = 1;
+    w = share_new_worker(t, url, worker_pool, &result);
+    if (w == NULL) {
+        return result;
     }
+    if ((rv = ap_proxy_initialize_worker(w, t->s, t->conf->pool)) != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00007)
+                     "cannot initialize worker %s in %s", url, t->b->s->name);
+        forget_worker(t->b, w->s, 1, (unsigned)w->s->index);
+        return BEACON_ADD_FAILED;
+    }
+    registry_put(t, url);
+    count_failover_attempts(t);
     /* publish: other children sync on their next request */
-    b->wupdated = b->s->wupdated = w->s->updated = apr_time_now();
+    t->b->wupdated = t->b->s->wupdated = w->s->updated = apr_time_now();
     return BEACON_ADD_DONE;
 }
 
-static int is_confirmed(proxy_balancer *b, const char *url)
+static int is_confirmed(beacon_target *t, const char *url)
 {
-    proxy_worker *w = find_worker(b, url);
+    proxy_worker *w = find_worker(t->b, url);
 
     return w != NULL && PROXY_WORKER_IS_INITIALIZED(w) &&
-           registry_find(b, url) != NULL;
+           registry_find(t, url) != NULL;
 }
 
 beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
@@ -303,7 +380,7 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
     ap_proxy_sync_balancer(b, t->s, t->conf);
     existing = find_worker(b, url);
     if (existing != NULL) {
-        if (registry_find(b, url) == NULL) {
+        if (registry_find(t, url) == NULL) {
             result = BEACON_ADD_NOT_OURS;
         }
         else {
@@ -313,7 +390,7 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
     }
     else {
         result = define_and_share(t, url, worker_pool);
-        if (result == BEACON_ADD_DONE && !is_confirmed(b, url)) {
+        if (result == BEACON_ADD_DONE && !is_confirmed(t, url)) {
             result = BEACON_ADD_NOT_CONFIRMED;
         }
     }
@@ -329,7 +406,7 @@ apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
 
     beacon_proxy_sync(t);
     w = find_worker(t->b, url);
-    if (w == NULL || registry_find(t->b, url) == NULL) {
+    if (w == NULL || registry_find(t, url) == NULL) {
         return APR_NOTFOUND;
     }
     /* Only D: Stopped, Drain and health-check failures are the admin's. */
@@ -346,7 +423,7 @@ int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
     w = (proxy_worker **)t->b->workers->elts;
     *members = apr_pcalloc(p, sizeof(beacon_member) * (t->b->workers->nelts + 1));
     for (i = 0; i < t->b->workers->nelts; i++) {
-        if (registry_find(t->b, w[i]->s->name_ex) != NULL) {
+        if (registry_find(t, w[i]->s->name_ex) != NULL) {
             (*members)[n].url = apr_pstrdup(p, w[i]->s->name_ex);
             (*members)[n].disabled =
                 (w[i]->s->status & PROXY_WORKER_DISABLED) != 0;
@@ -356,7 +433,58 @@ int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
     return n;
 }
 
-int beacon_proxy_persists(server_rec *s)
+/* A slot BalancerPersist restored for url, not yet in the member list. */
+static int restored_by_balancer(proxy_balancer *b, const char *url)
 {
-    return proxy_conf(s)->bal_persist;
+    int i;
+
+    for (i = 0; i < b->max_workers; i++) {
+        proxy_worker_shared *shm;
+
+        if (b->storage->dptr(b->wslot, (unsigned)i, (void **)&shm) == APR_SUCCESS &&
+            shm->hash.def && strcmp(shm->name_ex, url) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int beacon_proxy_restore(beacon_target *t, apr_pool_t *pconf)
+{
+    beacon_add_result result;
+    int i, restored = 0;
+
+    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+        beacon_mark *m = mark_at(t, (unsigned)i);
+
+        if (m == NULL || !m->in_use || strcmp(m->balancer, t->b->s->name) != 0) {
+            continue;
+        }
+        if (find_worker(t->b, m->url) && t->conf->bal_persist) {
+            restored++; /* BalancerPersist brought it back already */
+        }
+        else if (find_worker(t->b, m->url)) {
+            /* The configuration names it now: it is the admin's. */
+            ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, t->s, BCNLOGNO(00008)
+                         "%s is now configured in %s; beacon no longer "
+                         "manages it", m->url, t->b->s->name);
+            m->in_use = 0;
+        }
+        else if (restored_by_balancer(t->b, m->url) ||
+                 share_new_worker(t, m->url, pconf, &result) != NULL) {
+            restored++;
+        }
+        else {
+            ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00009)
+                         "cannot restore %s in %s%s; it joins again with its "
+                         "next announcement", m->url, t->b->s->name,
+                         result == BEACON_ADD_NO_SLOT ? ": no free growth slot"
+                                                      : "");
+            m->in_use = 0;
+        }
+    }
+    if (restored > 0) {
+        count_failover_attempts(t);
+    }
+    return restored;
 }

@@ -96,11 +96,35 @@ static void inherit_address(beacon_receiver *r, apr_pool_t *p)
 
 static apr_status_t register_watchdog(apr_pool_t *pconf, server_rec *s);
 
+static const char *bal_name(const beacon_receiver *r)
+{
+    return r->conf->balancer_name;
+}
+
+/* The balancer and its registry; members the registry lists come back now,
+ * before the first child of this generation serves a request. */
+static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
+{
+    int restored;
+
+    r->target = beacon_proxy_target(pconf, r->s, r->conf->balancer_name,
+                                    r->bind_port);
+    if (r->target == NULL) {
+        return APR_EGENERAL;
+    }
+    restored = beacon_proxy_restore(r->target, pconf);
+    if (restored > 0) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00011)
+                     "restored %d member(s) of balancer://%s from the registry",
+                     restored, bal_name(r));
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
                                           server_rec *main_s)
 {
     beacon_receiver **tail = &receivers;
-    int persist = 0;
     server_rec *s;
 
     (void)ptemp;
@@ -123,20 +147,14 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
                          "inherit from this server", conf->where);
             return APR_EGENERAL;
         }
+        if (conf->balancer_name && attach_balancer(r, pconf) != APR_SUCCESS) {
+            return APR_EGENERAL;
+        }
         *tail = r;
         tail = &r->next;
         receiver_count++;
-        persist |= conf->balancer_name != NULL && beacon_proxy_linked() &&
-                   beacon_proxy_persists(s);
     }
-    if (receiver_count == 0) {
-        return APR_SUCCESS;
-    }
-    if (beacon_registry_create(pconf, main_s, receiver_count, persist)
-        != APR_SUCCESS) {
-        return APR_EGENERAL;
-    }
-    return register_watchdog(pconf, main_s);
+    return receiver_count ? register_watchdog(pconf, main_s) : APR_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ */
@@ -194,11 +212,6 @@ static void report_drop(beacon_receiver *r, beacon_reason_t reason,
 
 /* ------------------------------------------------------------------ */
 /* Acting on accepted announcements                                    */
-
-static const char *bal_name(const beacon_receiver *r)
-{
-    return r->conf->balancer_name;
-}
 
 static void add_member(beacon_receiver *r, beacon_record_t *rec,
                        apr_time_t now)
@@ -586,21 +599,9 @@ static apr_status_t register_watchdog(apr_pool_t *pconf, server_rec *s)
 
 void beacon_receivers_child_init(apr_pool_t *pchild, server_rec *s)
 {
-    beacon_receiver *r;
-
     (void)s;
     apr_pool_create(&owner_pool, pchild);
     apr_pool_tag(owner_pool, "proxy_beacon_owner");
-    for (r = receivers; r; r = r->next) {
-        if (r->conf->balancer_name) {
-            r->target = beacon_proxy_target(pchild, r->s, r->conf->balancer_name);
-            if (r->target == NULL) {
-                ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00072)
-                             "balancer://%s is not usable in this child; "
-                             "beacon will not manage it", bal_name(r));
-            }
-        }
-    }
     child_ready = 1;
 }
 

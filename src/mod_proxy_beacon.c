@@ -396,9 +396,9 @@ static void register_hooks(apr_pool_t *p)
 
     (void)p;
     ap_hook_check_config(check_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* before mod_watchdog's post_config (APR_HOOK_LAST), or the callback
-     * registered there never runs */
-    ap_hook_post_config(post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    /* after the balancer shared its workers, and before mod_watchdog's
+     * post_config (APR_HOOK_LAST), or the callback registered never runs */
+    ap_hook_post_config(post_config, after_proxy, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(child_init, after_proxy, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_read_request(sync_on_request, NULL, NULL, APR_HOOK_MIDDLE);
 }

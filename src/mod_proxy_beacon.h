@@ -81,8 +81,12 @@ typedef struct {
 
 typedef struct beacon_target beacon_target;
 
-beacon_target *beacon_proxy_target(apr_pool_t *p, server_rec *s,
-                                   const char *balancer_name);
+/* In post_config: the receiver's balancer and its registry of members. */
+beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
+                                   const char *balancer_name, apr_port_t port);
+/* In post_config, before any child exists: puts back the members the
+ * persisted registry lists, so a restart loses none. Returns how many. */
+int beacon_proxy_restore(beacon_target *t, apr_pool_t *pconf);
 void beacon_proxy_sync(beacon_target *t);
 beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
                                    apr_pool_t *worker_pool);
@@ -92,12 +96,8 @@ apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
 int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
                                 beacon_member **members);
 int beacon_proxy_free_slots(beacon_target *t);
-/* Whether BalancerPersist is on for s. */
-int beacon_proxy_persists(server_rec *s);
 
-/* Ownership registry in shared memory (created in post_config). */
-apr_status_t beacon_registry_create(apr_pool_t *pconf, server_rec *s,
-                                    unsigned receivers, int persist);
+
 
 /* beacon_receiver.c */
 apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
