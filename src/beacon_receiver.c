@@ -14,18 +14,36 @@
 #include "mod_proxy_beacon.h"
 
 #include <apr_poll.h>
+#include <apr_portable.h>
 #include <apr_strings.h>
 #include <ap_listen.h>
 #include <ap_mpm.h>
 #include <mod_watchdog.h>
 
+#include <errno.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
 #define WATCHDOG_NAME "_proxy_beacon_"
 #define WAIT_CAP apr_time_from_msec(100)
-#define DRAIN_BATCH 256                   /* datagrams per socket per wake */
+#define DRAIN_LIMIT 256                   /* datagrams per socket per wake */
+#define RECV_BATCH 64                     /* datagrams per recvmmsg() */
 #define LOG_EVERY apr_time_from_sec(10)   /* per drop reason and receiver */
 #define BIND_FAST_RETRY apr_time_from_sec(5) /* after taking ownership */
 #define BIND_BACKOFF_MIN apr_time_from_sec(30)
 #define BIND_BACKOFF_MAX apr_time_from_sec(600)
+/* mod_watchdog's singleton: a new owner starts about 10 s after the old one
+ * died, and senders announce every 5 s by default. */
+#define HANDOFF_GAP apr_time_from_sec(15)
+
+/* One recvmmsg() worth of datagrams, allocated once per owner: a flood costs
+ * one system call per 64 datagrams and no allocation at all. */
+typedef struct {
+    struct mmsghdr msg[RECV_BATCH];
+    struct iovec iov[RECV_BATCH];
+    struct sockaddr_storage peer[RECV_BATCH];
+    char buf[RECV_BATCH][BEACON_MAX_DATAGRAM + 1]; /* +1 exposes oversize */
+} recv_batch;
 
 struct beacon_receiver {
     server_rec *s;
@@ -42,6 +60,7 @@ struct beacon_receiver {
     beacon_table_t *table;
     apr_pool_t *sock_pool;
     apr_socket_t *sock;
+    recv_batch *batch;
     apr_time_t next_bind;
     apr_interval_time_t bind_backoff;
     apr_time_t last_report[BEACON_REASON_COUNT];
@@ -150,6 +169,14 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
         if (conf->balancer_name && attach_balancer(r, pconf) != APR_SUCCESS) {
             return APR_EGENERAL;
         }
+        if (conf->timeout > 0 && conf->timeout < HANDOFF_GAP) {
+            ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, BCNLOGNO(00012)
+                         "ProxyBeaconTimeout %" APR_TIME_T_FMT " ms is shorter "
+                         "than a watchdog hand-off (about 10 s) plus the "
+                         "senders' interval: announcements lost in a "
+                         "hand-off can evict live members; 15 s or more is "
+                         "safer", apr_time_as_msec(conf->timeout));
+        }
         *tail = r;
         tail = &r->next;
         receiver_count++;
@@ -168,12 +195,14 @@ static const char *escaped_span(apr_pool_t *p, const beacon_span_t *span)
     return ap_escape_logitem(p, apr_pstrmemdup(p, span->ptr, span->len));
 }
 
-static const char *peer_label(apr_pool_t *p, apr_sockaddr_t *from)
+static const char *peer_label(apr_pool_t *p, const struct sockaddr_storage *peer,
+                              socklen_t len)
 {
-    char ip[64] = "?";
+    char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
 
-    apr_sockaddr_ip_getbuf(ip, sizeof(ip), from);
-    return apr_psprintf(p, "%s:%u", ip, (unsigned)from->port);
+    getnameinfo((const struct sockaddr *)peer, len, host, sizeof(host), port,
+                sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+    return apr_psprintf(p, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
 }
 
 /*
@@ -181,7 +210,7 @@ static const char *peer_label(apr_pool_t *p, apr_sockaddr_t *from)
  * most once per LOG_EVERY per receiver, with the count it stands for.
  */
 static void report_drop(beacon_receiver *r, beacon_reason_t reason,
-                        apr_sockaddr_t *from, const beacon_event_t *ev,
+                        const struct mmsghdr *msg, const beacon_event_t *ev,
                         apr_time_t now, apr_pool_t *p)
 {
     const char *detail = "";
@@ -201,7 +230,8 @@ static void report_drop(beacon_receiver *r, beacon_reason_t reason,
     }
     ap_log_error(APLOG_MARK, APLOG_WARNING, 0, r->s, BCNLOGNO(00020)
                  "%s: dropped datagram from %s: %s%s%s", r->label,
-                 peer_label(p, from), beacon_reason_name(reason), detail,
+                 peer_label(p, msg->msg_hdr.msg_name, msg->msg_hdr.msg_namelen),
+                 beacon_reason_name(reason), detail,
                  r->suppressed[reason]
                      ? apr_psprintf(p, " (and %u more since the last report)",
                                     r->suppressed[reason])
@@ -294,16 +324,18 @@ static void act(beacon_receiver *r, const beacon_event_t *ev, apr_time_t now)
     }
 }
 
-static void handle_datagram(beacon_receiver *r, apr_sockaddr_t *from,
-                            const char *buf, apr_size_t len, apr_pool_t *p)
+static void handle_datagram(beacon_receiver *r, const struct mmsghdr *msg,
+                            apr_pool_t *p)
 {
+    const char *buf = msg->msg_hdr.msg_iov->iov_base;
+    apr_size_t len = msg->msg_len;
     apr_time_t now = apr_time_now();
     beacon_event_t ev;
     beacon_reason_t reason;
 
     reason = beacon_receive(r->table, &r->conf->key, buf, len, now, &ev);
     if (reason != BEACON_OK) {
-        report_drop(r, reason, from, &ev, now, p);
+        report_drop(r, reason, msg, &ev, now, p);
         return;
     }
     if (r->target == NULL) {
@@ -392,28 +424,47 @@ static void open_sockets(apr_time_t now)
     }
 }
 
-static void drain(beacon_receiver *r, apr_pool_t *scratch)
+static recv_batch *make_batch(apr_pool_t *p)
 {
-    char buf[BEACON_MAX_DATAGRAM + 1]; /* one more byte exposes oversize */
+    recv_batch *b = apr_pcalloc(p, sizeof(*b));
     int i;
 
-    for (i = 0; i < DRAIN_BATCH; i++) {
-        apr_sockaddr_t from;
-        apr_size_t len = sizeof(buf);
-        apr_status_t rv;
+    for (i = 0; i < RECV_BATCH; i++) {
+        b->iov[i].iov_base = b->buf[i];
+        b->iov[i].iov_len = sizeof(b->buf[i]);
+        b->msg[i].msg_hdr.msg_iov = &b->iov[i];
+        b->msg[i].msg_hdr.msg_iovlen = 1;
+        b->msg[i].msg_hdr.msg_name = &b->peer[i];
+    }
+    return b;
+}
 
-        memset(&from, 0, sizeof(from));
-        from.pool = scratch;
-        from.salen = sizeof(from.sa);
-        rv = apr_socket_recvfrom(&from, r->sock, 0, buf, &len);
-        if (rv != APR_SUCCESS) {
-            if (!APR_STATUS_IS_EAGAIN(rv)) {
-                ap_log_error(APLOG_MARK, APLOG_DEBUG, rv, r->s, BCNLOGNO(00053)
-                             "%s: receive failed", r->label);
+/* Bounded work per wake: what is left waits for the next poll. */
+static void drain(beacon_receiver *r, apr_pool_t *scratch)
+{
+    apr_os_sock_t fd;
+    int handled = 0;
+
+    apr_os_sock_get(&fd, r->sock);
+    while (handled < DRAIN_LIMIT) {
+        int i, n;
+
+        for (i = 0; i < RECV_BATCH; i++) {
+            r->batch->msg[i].msg_hdr.msg_namelen = sizeof(r->batch->peer[i]);
+        }
+        n = recvmmsg(fd, r->batch->msg, RECV_BATCH, MSG_DONTWAIT, NULL);
+        if (n <= 0) {
+            if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+                ap_log_error(APLOG_MARK, APLOG_DEBUG, APR_FROM_OS_ERROR(errno),
+                             r->s, BCNLOGNO(00053) "%s: receive failed",
+                             r->label);
             }
             return;
         }
-        handle_datagram(r, &from, buf, len, scratch);
+        for (i = 0; i < n; i++) {
+            handle_datagram(r, &r->batch->msg[i], scratch);
+        }
+        handled += n;
     }
 }
 
@@ -423,14 +474,19 @@ static void drain(beacon_receiver *r, apr_pool_t *scratch)
 static void expire(beacon_receiver *r, apr_time_t now)
 {
     beacon_record_t *rec;
-    unsigned cursor = 0;
+    unsigned cursor = 0, released;
 
     while ((rec = beacon_table_next_lapsed(r->table, now, &cursor)) != NULL) {
         if (r->target) {
             set_disabled(r, rec->url, 1, "evicted");
         }
     }
-    beacon_table_release(r->table, now);
+    released = beacon_table_release(r->table, now);
+    if (released) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, r->s, BCNLOGNO(00054)
+                     "%s: forgot %u silent non-member record(s)", r->label,
+                     released);
+    }
 }
 
 static apr_interval_time_t wait_bound(apr_time_t now)
@@ -471,6 +527,7 @@ static void take_ownership(apr_time_t now, apr_pool_t *p)
         r->table = apr_palloc(owner_pool, sizeof(*r->table));
         beacon_table_init(r->table, r->conf->timeout, r->conf->max_skew);
         apr_pool_create(&r->sock_pool, owner_pool);
+        r->batch = make_batch(owner_pool);
         r->next_bind = now;
         if (r->target == NULL) {
             continue;
