@@ -13,6 +13,7 @@
 
 #include "mod_proxy_beacon.h"
 
+#include <apr_atomic.h>
 #include <apr_poll.h>
 #include <apr_portable.h>
 #include <apr_strings.h>
@@ -45,6 +46,12 @@ typedef struct {
     char buf[RECV_BATCH][BEACON_MAX_DATAGRAM + 1]; /* +1 exposes oversize */
 } recv_batch;
 
+/* At most one log line per LOG_EVERY for a thing a peer can repeat. */
+typedef struct {
+    apr_time_t last;
+    unsigned suppressed;
+} rate_limit;
+
 struct beacon_receiver {
     server_rec *s;
     beacon_server_conf *conf;
@@ -63,16 +70,23 @@ struct beacon_receiver {
     recv_batch *batch;
     apr_time_t next_bind;
     apr_interval_time_t bind_backoff;
-    apr_time_t last_report[BEACON_REASON_COUNT];
-    unsigned suppressed[BEACON_REASON_COUNT];
+    rate_limit drop_log[BEACON_REASON_COUNT];
+    rate_limit no_slot_log;
     apr_uint64_t dropped[BEACON_REASON_COUNT];
 };
 
 static beacon_receiver *receivers;
 static unsigned receiver_count;
+/*
+ * The receiver's memory comes from the watchdog thread's own pool, never
+ * from pchild: a child exits by destroying pchild and calling exit() while
+ * the watchdog thread may still run (mod_watchdog's threads live in pconf
+ * and are never joined in a child), so pchild memory can vanish under it.
+ */
 static apr_pool_t *owner_pool;      /* watchdog thread only */
 static volatile int child_ready;    /* mod_proxy's child_init has run */
 static volatile int stop_requested;
+static volatile apr_uint32_t serving; /* inside serve_until_stopped() */
 static int owner_started;
 static apr_time_t owner_since;
 
@@ -206,18 +220,39 @@ static const char *peer_label(apr_pool_t *p, const struct sockaddr_storage *peer
 }
 
 /*
- * A peer controls how often drops happen, so each reason is reported at
- * most once per LOG_EVERY per receiver, with the count it stands for.
+ * Whether a line may be logged now. If so, *suppressed says how many were
+ * held back since the last one, and the count restarts.
  */
+static int rate_allows(rate_limit *rl, apr_time_t now, unsigned *suppressed)
+{
+    if (rl->last != 0 && now - rl->last < LOG_EVERY) {
+        rl->suppressed++;
+        return 0;
+    }
+    *suppressed = rl->suppressed;
+    rl->suppressed = 0;
+    rl->last = now;
+    return 1;
+}
+
+static const char *held_back(apr_pool_t *p, unsigned suppressed)
+{
+    return suppressed ? apr_psprintf(p, " (and %u more since the last report)",
+                                     suppressed)
+                      : "";
+}
+
+/* A peer controls how often drops happen: each reason is reported at most
+ * once per LOG_EVERY per receiver, with the count it stands for. */
 static void report_drop(beacon_receiver *r, beacon_reason_t reason,
                         const struct mmsghdr *msg, const beacon_event_t *ev,
                         apr_time_t now, apr_pool_t *p)
 {
     const char *detail = "";
+    unsigned suppressed;
 
     r->dropped[reason]++;
-    if (r->last_report[reason] != 0 && now - r->last_report[reason] < LOG_EVERY) {
-        r->suppressed[reason]++;
+    if (!rate_allows(&r->drop_log[reason], now, &suppressed)) {
         return;
     }
     if (reason == BEACON_DROP_UNACCEPTABLE_URL) {
@@ -231,20 +266,14 @@ static void report_drop(beacon_receiver *r, beacon_reason_t reason,
     ap_log_error(APLOG_MARK, APLOG_WARNING, 0, r->s, BCNLOGNO(00020)
                  "%s: dropped datagram from %s: %s%s%s", r->label,
                  peer_label(p, msg->msg_hdr.msg_name, msg->msg_hdr.msg_namelen),
-                 beacon_reason_name(reason), detail,
-                 r->suppressed[reason]
-                     ? apr_psprintf(p, " (and %u more since the last report)",
-                                    r->suppressed[reason])
-                     : "");
-    r->last_report[reason] = now;
-    r->suppressed[reason] = 0;
+                 beacon_reason_name(reason), detail, held_back(p, suppressed));
 }
 
 /* ------------------------------------------------------------------ */
 /* Acting on accepted announcements                                    */
 
 static void add_member(beacon_receiver *r, beacon_record_t *rec,
-                       apr_time_t now)
+                       apr_time_t now, apr_pool_t *p)
 {
     beacon_add_result result = beacon_proxy_add(r->target, rec->url, owner_pool);
 
@@ -271,16 +300,27 @@ static void add_member(beacon_receiver *r, beacon_record_t *rec,
         break;
     }
     beacon_table_add_failed(rec, now);
+    if (result == BEACON_ADD_NO_SLOT) {
+        /* one line for the whole balancer, however many urls wait */
+        unsigned suppressed;
+
+        if (rate_allows(&r->no_slot_log, now, &suppressed)) {
+            ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00037)
+                         "cannot add backend %s to balancer://%s: no free "
+                         "growth slot (raise growth= on the balancer, or "
+                         "restart to reclaim slots); retrying in %"
+                         APR_TIME_T_FMT " s%s", rec->url, bal_name(r),
+                         apr_time_sec(rec->backoff),
+                         held_back(p, suppressed));
+        }
+        return;
+    }
     ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00033)
-                 "%s backend %s to balancer://%s%s; retrying in %" APR_TIME_T_FMT
+                 "%s backend %s to balancer://%s; retrying in %" APR_TIME_T_FMT
                  " s", result == BEACON_ADD_NOT_CONFIRMED
                            ? "balancer add not confirmed for"
                            : "cannot add",
-                 rec->url, bal_name(r),
-                 result == BEACON_ADD_NO_SLOT
-                     ? ": no free growth slot (raise growth= on the balancer)"
-                     : "",
-                 apr_time_sec(rec->backoff));
+                 rec->url, bal_name(r), apr_time_sec(rec->backoff));
 }
 
 static void set_disabled(beacon_receiver *r, const char *url, int disabled,
@@ -299,11 +339,12 @@ static void set_disabled(beacon_receiver *r, const char *url, int disabled,
                  disabled ? " from balancer://" : " in balancer://", bal_name(r));
 }
 
-static void act(beacon_receiver *r, const beacon_event_t *ev, apr_time_t now)
+static void act(beacon_receiver *r, const beacon_event_t *ev, apr_time_t now,
+                apr_pool_t *p)
 {
     switch (ev->action) {
     case BEACON_ACT_ADD:
-        add_member(r, ev->rec, now);
+        add_member(r, ev->rec, now, p);
         break;
     case BEACON_ACT_ENABLE:
         set_disabled(r, ev->url, 0, "re-enabled");
@@ -352,7 +393,7 @@ static void handle_datagram(beacon_receiver *r, const struct mmsghdr *msg,
                      escaped_span(p, &ev.dg.host), escaped_span(p, &ev.dg.pid));
         return;
     }
-    act(r, &ev, now);
+    act(r, &ev, now, p);
 }
 
 /* ------------------------------------------------------------------ */
@@ -570,6 +611,7 @@ static void serve_until_stopped(void)
 {
     apr_pool_t *scratch;
 
+    apr_atomic_set32(&serving, 1);
     apr_pool_create(&scratch, owner_pool);
     while (!should_stop()) {
         apr_time_t now = apr_time_now();
@@ -597,6 +639,7 @@ static void serve_until_stopped(void)
         apr_pool_clear(scratch);
     }
     apr_pool_destroy(scratch);
+    apr_atomic_set32(&serving, 0);
 }
 
 static apr_status_t watchdog_callback(int state, void *data, apr_pool_t *tick)
@@ -613,6 +656,8 @@ static apr_status_t watchdog_callback(int state, void *data, apr_pool_t *tick)
         }
         if (!owner_started) {
             owner_started = 1;
+            apr_pool_create(&owner_pool, apr_pool_parent_get(tick));
+            apr_pool_tag(owner_pool, "proxy_beacon_owner");
             take_ownership(apr_time_now(), tick);
         }
         serve_until_stopped();
@@ -654,11 +699,29 @@ static apr_status_t register_watchdog(apr_pool_t *pconf, server_rec *s)
 /* ------------------------------------------------------------------ */
 /* Every child                                                         */
 
+/*
+ * Runs first when the child exits: the serving loop must be out of the
+ * balancer before mod_proxy's child state goes. It notices within one poll
+ * (100 ms at most); the wait is bounded in case it is stuck elsewhere.
+ */
+static apr_status_t stop_serving(void *data)
+{
+    int i;
+
+    (void)data;
+    stop_requested = 1;
+    for (i = 0; i < 50 && apr_atomic_read32(&serving); i++) {
+        apr_sleep(apr_time_from_msec(10));
+    }
+    return APR_SUCCESS;
+}
+
 void beacon_receivers_child_init(apr_pool_t *pchild, server_rec *s)
 {
     (void)s;
-    apr_pool_create(&owner_pool, pchild);
-    apr_pool_tag(owner_pool, "proxy_beacon_owner");
+    if (receivers) {
+        apr_pool_pre_cleanup_register(pchild, NULL, stop_serving);
+    }
     child_ready = 1;
 }
 

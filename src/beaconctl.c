@@ -993,11 +993,11 @@ static int run_send(apr_pool_t *p, const command_t *cmd, int argc,
     if (apr_pool_create(&tick, p) != APR_SUCCESS) {
         fail(EXIT_RUNTIME, "out of memory");
     }
-    catch_stop_signals(p);
-
     if (s.once) {
+        /* no leaving datagram here: a signal simply ends the program */
         return announce(&s, NULL, tick) > 0 ? 0 : EXIT_RUNTIME;
     }
+    catch_stop_signals(p);
     next = apr_time_now();
     for (;;) {
         apr_time_t now;

@@ -23,12 +23,19 @@ def receiver_config(udp_port, balancer="cluster", timeout=None, secret=SECRET,
     return "\n".join(lines) + "\n" + extra
 
 
+def start_receiver(h):
+    """Starts h and waits until its receiver listens: datagrams sent before
+    that are lost, as they would be in production."""
+    h.start()
+    h.wait_log(r"BCN00050: listening for beacons on udp ")
+    return h
+
+
 def make_proxy(httpd_factory, timeout=None, balancer="cluster", **kwargs):
     """(httpd, Announcer) for a started proxy whose receiver is listening."""
     udp = free_port()
     h = httpd_factory(tail_config=receiver_config(udp, balancer, timeout), **kwargs)
-    h.start()
-    h.wait_log(r"BCN00050: listening for beacons on udp 127\.0\.0\.1:%d" % udp)
+    start_receiver(h)
     return h, Announcer(udp)
 
 

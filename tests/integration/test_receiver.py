@@ -7,7 +7,7 @@ Membership is read from balancer-manager, the way an operator would."""
 import pytest
 
 import beacon_wire as bw
-from beacon_env import (SECRET, Announcer, Heartbeat, enabled, fetch_until_each_answers,
+from beacon_env import (SECRET, start_receiver, Announcer, Heartbeat, enabled, fetch_until_each_answers,
                         make_proxy, receiver_config, wait_member)
 from httpd import free_port, wait_for
 
@@ -141,12 +141,12 @@ def test_a_configured_balancer_member_is_left_alone(httpd_factory, backend_facto
 def test_exhausted_growth_adds_nothing_and_the_proxy_keeps_serving(httpd_factory,
                                                                    backend_factory):
     h, ann = make_proxy(httpd_factory, growth=1)
-    h.expect_errors("BCN00033")
+    h.expect_errors("BCN00037")
     first, second = backend_factory("first"), backend_factory("second")
     ann.announce(first.url)
     wait_member(h, first.url)
     ann.announce(second.url)
-    h.wait_log(r"BCN00033: cannot add backend %s to balancer://cluster: no free growth slot"
+    h.wait_log(r"BCN00037: cannot add backend %s to balancer://cluster: no free growth slot"
                % second.url)
     for _ in range(5):
         assert h.get("/") == (200, "first")
@@ -166,8 +166,8 @@ def test_without_a_balancer_the_receiver_only_logs(httpd_factory, backend_factor
 def test_listen_without_argument_uses_the_servers_own_address_and_port(httpd_factory,
                                                                        backend_factory):
     h = httpd_factory(tail_config=receiver_config(0, listen=""))
-    h.start()
-    h.wait_log(r"listening for beacons on udp 127\.0\.0\.1:%d " % h.port)
+    start_receiver(h)
+    h.wait_log(r"listening for beacons on udp 127\.0\.0\.1:%d " % h.port, since=0)
     b = backend_factory("b")
     Announcer(h.port).announce(b.url)
     wait_member(h, b.url)
@@ -176,8 +176,8 @@ def test_listen_without_argument_uses_the_servers_own_address_and_port(httpd_fac
 def test_an_ipv6_listener_receives(httpd_factory, backend_factory):
     udp = free_port()
     h = httpd_factory(tail_config=receiver_config(udp, listen=f"[::1]:{udp}"))
-    h.start()
-    h.wait_log(r"listening for beacons on udp \[::1\]:%d " % udp)
+    start_receiver(h)
+    h.wait_log(r"listening for beacons on udp \[::1\]:%d " % udp, since=0)
     b = backend_factory("b")
     Announcer(udp, host="::1").announce(b.url)
     wait_member(h, b.url)
@@ -202,7 +202,7 @@ def test_balancer_persist_restores_workers_without_overwriting_them(httpd_factor
     udp = free_port()
     h = httpd_factory(extra_config="BalancerPersist On",
                       tail_config=receiver_config(udp))
-    h.start()
+    start_receiver(h)
     ann = Announcer(udp)
     a, b = backend_factory("a"), backend_factory("b")
     ann.announce(a.url)
@@ -226,7 +226,7 @@ def test_a_vhost_with_its_own_proxypass_reaches_new_members_in_every_child(
              "</VirtualHost>\n")
     udp = free_port()
     h = httpd_factory(tail_config=vhost + receiver_config(udp))
-    h.start()
+    start_receiver(h)
     b = backend_factory("b")
     Announcer(udp).announce(b.url)
     wait_member(h, b.url)
