@@ -13,7 +13,7 @@ BUILD      ?= build
 BEACON_LIB ?= $(BUILD)/libbeacon.a
 
 MODULE_SRC = src/mod_proxy_beacon.c src/beacon_receiver.c src/beacon_proxy.c \
-             src/beacon_sender.c
+             src/beacon_sender.c src/beacon_status.c
 MODULE_HDR = src/mod_proxy_beacon.h include/beacon.h
 MODULE_LA  = $(BUILD)/mod_proxy_beacon.la
 MODULE_SO  = $(BUILD)/.libs/mod_proxy_beacon.so

@@ -26,6 +26,7 @@
 #pragma weak ap_proxy_share_worker
 #pragma weak ap_proxy_initialize_worker
 #pragma weak ap_proxy_set_wstatus
+#pragma weak ap_proxy_parse_wstatus
 
 #define REGISTRY_NAME "proxy_beacon_registry"
 
@@ -55,7 +56,7 @@ int beacon_proxy_linked(void)
     return &proxy_module != NULL && ap_proxy_get_balancer != NULL &&
            ap_proxy_sync_balancer != NULL && ap_proxy_define_worker_ex != NULL &&
            ap_proxy_share_worker != NULL && ap_proxy_initialize_worker != NULL &&
-           ap_proxy_set_wstatus != NULL;
+           ap_proxy_set_wstatus != NULL && ap_proxy_parse_wstatus != NULL;
 }
 
 static proxy_server_conf *proxy_conf(server_rec *s)
@@ -487,4 +488,20 @@ int beacon_proxy_restore(beacon_target *t, apr_pool_t *pconf)
         count_failover_attempts(t);
     }
     return restored;
+}
+
+void beacon_proxy_growth(beacon_target *t, int *used, int *free_slots)
+{
+    *free_slots = (int)t->b->storage->num_free_slots(t->b->wslot);
+    *used = t->b->growth - *free_slots;
+}
+
+const char *beacon_proxy_worker_flags(beacon_target *t, const char *url,
+                                      apr_pool_t *p)
+{
+    proxy_worker *w;
+
+    beacon_proxy_sync(t);
+    w = find_worker(t->b, url);
+    return w ? ap_proxy_parse_wstatus(p, w) : NULL;
 }

@@ -15,6 +15,7 @@
 
 #include <apr_atomic.h>
 #include <apr_poll.h>
+#include <apr_shm.h>
 #include <apr_portable.h>
 #include <apr_strings.h>
 #include <ap_listen.h>
@@ -24,6 +25,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #define WATCHDOG_NAME "_proxy_beacon_"
 #define WAIT_CAP apr_time_from_msec(100)
@@ -72,7 +74,11 @@ struct beacon_receiver {
     apr_interval_time_t bind_backoff;
     rate_limit drop_log[BEACON_REASON_COUNT];
     rate_limit no_slot_log;
-    apr_uint64_t dropped[BEACON_REASON_COUNT];
+    beacon_status_record *peer;  /* host/pid/seq by table index */
+    int dirty;                   /* records changed since last publish */
+
+    /* shared with every child */
+    beacon_receiver_status *shared;
 };
 
 static beacon_receiver *receivers;
@@ -129,6 +135,22 @@ static void inherit_address(beacon_receiver *r, apr_pool_t *p)
 
 static apr_status_t register_watchdog(apr_pool_t *pconf, server_rec *s);
 
+/* Anonymous, so only this generation's children (forked later) map it. */
+static apr_status_t make_shared(beacon_receiver *r, apr_pool_t *pconf)
+{
+    apr_shm_t *shm;
+    apr_status_t rv = apr_shm_create(&shm, sizeof(*r->shared), NULL, pconf);
+
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, r->s, BCNLOGNO(00013)
+                     "cannot create shared memory for the beacon status");
+        return rv;
+    }
+    r->shared = apr_shm_baseaddr_get(shm);
+    memset(r->shared, 0, sizeof(*r->shared));
+    return APR_SUCCESS;
+}
+
 static const char *bal_name(const beacon_receiver *r)
 {
     return r->conf->balancer_name;
@@ -174,6 +196,9 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
         r->s = s;
         r->conf = conf;
         inherit_address(r, pconf);
+        if (make_shared(r, pconf) != APR_SUCCESS) {
+            return APR_EGENERAL;
+        }
         if (r->bind_port == 0) {
             ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00010)
                          "ProxyBeaconListen (%s): no port given and none to "
@@ -251,7 +276,7 @@ static void report_drop(beacon_receiver *r, beacon_reason_t reason,
     const char *detail = "";
     unsigned suppressed;
 
-    r->dropped[reason]++;
+    r->shared->dropped[reason]++;
     if (!rate_allows(&r->drop_log[reason], now, &suppressed)) {
         return;
     }
@@ -280,12 +305,14 @@ static void add_member(beacon_receiver *r, beacon_record_t *rec,
     switch (result) {
     case BEACON_ADD_DONE:
         beacon_table_added(rec);
+        r->shared->events[BEACON_EV_ADDED]++;
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00030)
                      "added backend %s to balancer://%s", rec->url,
                      bal_name(r));
         return;
     case BEACON_ADD_ADOPTED:
         beacon_table_added(rec);
+        r->shared->events[BEACON_EV_READOPTED]++;
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00031)
                      "re-adopted backend %s in balancer://%s", rec->url,
                      bal_name(r));
@@ -300,6 +327,7 @@ static void add_member(beacon_receiver *r, beacon_record_t *rec,
         break;
     }
     beacon_table_add_failed(rec, now);
+    r->shared->events[BEACON_EV_ADD_FAILED]++;
     if (result == BEACON_ADD_NO_SLOT) {
         /* one line for the whole balancer, however many urls wait */
         unsigned suppressed;
@@ -324,10 +352,11 @@ static void add_member(beacon_receiver *r, beacon_record_t *rec,
 }
 
 static void set_disabled(beacon_receiver *r, const char *url, int disabled,
-                         const char *what)
+                         const char *what, beacon_event_kind event)
 {
     apr_status_t rv = beacon_proxy_set_disabled(r->target, url, disabled);
 
+    r->shared->events[event]++;
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, r->s, BCNLOGNO(00034)
                      "cannot change backend %s in balancer://%s: it is gone "
@@ -347,12 +376,12 @@ static void act(beacon_receiver *r, const beacon_event_t *ev, apr_time_t now,
         add_member(r, ev->rec, now, p);
         break;
     case BEACON_ACT_ENABLE:
-        set_disabled(r, ev->url, 0, "re-enabled");
+        set_disabled(r, ev->url, 0, "re-enabled", BEACON_EV_REENABLED);
         break;
     case BEACON_ACT_DISABLE:
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00036)
                      "backend leaving %s", ev->url);
-        set_disabled(r, ev->url, 1, "disabled");
+        set_disabled(r, ev->url, 1, "disabled", BEACON_EV_LEAVING);
         break;
     case BEACON_ACT_WAIT:
         ap_log_error(APLOG_MARK, APLOG_TRACE1, 0, r->s,
@@ -365,6 +394,44 @@ static void act(beacon_receiver *r, const beacon_event_t *ev, apr_time_t now,
     }
 }
 
+static apr_int64_t span_number(const beacon_span_t *span)
+{
+    apr_int64_t n = 0;
+    apr_size_t i;
+
+    if (span->ptr == NULL || span->len == 0 || span->len > 18) {
+        return -1;
+    }
+    for (i = 0; i < span->len; i++) {
+        if (span->ptr[i] < '0' || span->ptr[i] > '9') {
+            return -1;
+        }
+        n = n * 10 + (span->ptr[i] - '0');
+    }
+    return n;
+}
+
+/* Who announced a record last, for the status pages. */
+static void remember_sender(beacon_receiver *r, const beacon_event_t *ev)
+{
+    beacon_status_record *info;
+    apr_size_t n;
+
+    if (ev->rec == NULL) {
+        return;
+    }
+    info = &r->peer[ev->rec - r->table->rec];
+    n = ev->dg.host.ptr ? ev->dg.host.len : 0;
+    if (n >= sizeof(info->host)) {
+        n = sizeof(info->host) - 1;
+    }
+    memcpy(info->host, ev->dg.host.ptr ? ev->dg.host.ptr : "", n);
+    info->host[n] = '\0';
+    info->pid = span_number(&ev->dg.pid);
+    info->seq = span_number(&ev->dg.seq);
+    r->dirty = 1;
+}
+
 static void handle_datagram(beacon_receiver *r, const struct mmsghdr *msg,
                             apr_pool_t *p)
 {
@@ -375,10 +442,14 @@ static void handle_datagram(beacon_receiver *r, const struct mmsghdr *msg,
     beacon_reason_t reason;
 
     reason = beacon_receive(r->table, &r->conf->key, buf, len, now, &ev);
+    if (reason == BEACON_OK || reason == BEACON_DROP_NOT_MANAGED) {
+        remember_sender(r, &ev);
+    }
     if (reason != BEACON_OK) {
         report_drop(r, reason, msg, &ev, now, p);
         return;
     }
+    r->shared->events[BEACON_EV_ACCEPTED]++;
     if (r->target == NULL) {
         /* log-only mode: authenticated, so logging each is bounded by the
          * senders the operator gave the secret to */
@@ -388,6 +459,7 @@ static void handle_datagram(beacon_receiver *r, const struct mmsghdr *msg,
         return;
     }
     if (ev.rec == NULL) {
+        r->shared->events[BEACON_EV_HEARTBEAT]++;
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, r->s, BCNLOGNO(00041)
                      "%s: heartbeat without url from host=%s pid=%s", r->label,
                      escaped_span(p, &ev.dg.host), escaped_span(p, &ev.dg.pid));
@@ -442,6 +514,7 @@ static void open_sockets(apr_time_t now)
                          "ProxyBeaconBalancer)",
                          r->target ? bal_name(r) : "");
             r->bind_backoff = 0;
+            r->shared->listening = 1;
             continue;
         }
         /* The previous generation's owner may still hold the port for a
@@ -518,16 +591,91 @@ static void expire(beacon_receiver *r, apr_time_t now)
     unsigned cursor = 0, released;
 
     while ((rec = beacon_table_next_lapsed(r->table, now, &cursor)) != NULL) {
+        r->dirty = 1;
         if (r->target) {
-            set_disabled(r, rec->url, 1, "evicted");
+            set_disabled(r, rec->url, 1, "evicted", BEACON_EV_EVICTED);
         }
     }
     released = beacon_table_release(r->table, now);
     if (released) {
+        r->dirty = 1;
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, r->s, BCNLOGNO(00054)
                      "%s: forgot %u silent non-member record(s)", r->label,
                      released);
     }
+}
+
+/*
+ * Copies the table for the status pages in other children. A reader that
+ * sees an odd or changed generation reads again (a sequence lock: the owner
+ * is the only writer and never waits for a reader).
+ */
+static void publish(beacon_receiver *r)
+{
+    beacon_receiver_status *sh = r->shared;
+    unsigned i, n = 0;
+
+    if (!r->dirty) {
+        return;
+    }
+    apr_atomic_inc32(&sh->generation);
+    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+        const beacon_record_t *rec = &r->table->rec[i];
+        beacon_status_record *out;
+
+        if (rec->state == BEACON_REC_FREE) {
+            continue;
+        }
+        out = &sh->rec[n++];
+        *out = r->peer[i];
+        apr_cpystrn(out->url, rec->url, sizeof(out->url));
+        out->last_ts = rec->high_ts;
+        out->last_seen = rec->last_seen;
+        out->retry_at = rec->retry_at;
+        out->state = rec->state;
+    }
+    sh->nrecords = n;
+    apr_atomic_inc32(&sh->generation);
+    r->dirty = 0;
+}
+
+unsigned beacon_receiver_records(const beacon_receiver_status *shared,
+                                 beacon_status_record *copy)
+{
+    /* apr_atomic_read32 takes no const; the generation is only read here */
+    volatile apr_uint32_t *generation = (volatile apr_uint32_t *)&shared->generation;
+    int attempt;
+
+    for (attempt = 0; attempt < 100; attempt++) {
+        apr_uint32_t before = apr_atomic_read32(generation);
+        unsigned n = shared->nrecords;
+
+        if (before & 1 || n > BEACON_TABLE_CAPACITY) {
+            apr_sleep(100);
+            continue;
+        }
+        memcpy(copy, shared->rec, n * sizeof(*copy));
+        if (apr_atomic_read32(generation) == before) {
+            return n;
+        }
+    }
+    return 0;
+}
+
+int beacon_receiver_views(apr_pool_t *p, beacon_receiver_view **views)
+{
+    beacon_receiver *r;
+    int n = 0;
+
+    *views = apr_pcalloc(p, sizeof(**views) * (receiver_count + 1));
+    for (r = receivers; r; r = r->next, n++) {
+        (*views)[n].s = r->s;
+        (*views)[n].conf = r->conf;
+        (*views)[n].label = r->label;
+        (*views)[n].target = r->target;
+        (*views)[n].shared = r->shared;
+    }
+    return n;
 }
 
 static apr_interval_time_t wait_bound(apr_time_t now)
@@ -569,7 +717,14 @@ static void take_ownership(apr_time_t now, apr_pool_t *p)
         beacon_table_init(r->table, r->conf->timeout, r->conf->max_skew);
         apr_pool_create(&r->sock_pool, owner_pool);
         r->batch = make_batch(owner_pool);
+        r->peer = apr_pcalloc(owner_pool, sizeof(*r->peer) * BEACON_TABLE_CAPACITY);
+        for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+            r->peer[i].pid = r->peer[i].seq = -1;
+        }
         r->next_bind = now;
+        r->shared->owner_pid = getpid();
+        r->shared->listening = 0;
+        r->dirty = 1;
         if (r->target == NULL) {
             continue;
         }
@@ -580,6 +735,7 @@ static void take_ownership(apr_time_t now, apr_pool_t *p)
                 adopted++;
             }
         }
+        r->shared->events[BEACON_EV_TAKEN_OVER] += (apr_uint64_t)adopted;
         if (adopted > 0) {
             ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00060)
                          "took over %d existing member(s) of balancer://%s",
@@ -635,6 +791,7 @@ static void serve_until_stopped(void)
         now = apr_time_now();
         for (r = receivers; r; r = r->next) {
             expire(r, now);
+            publish(r);
         }
         apr_pool_clear(scratch);
     }

@@ -13,6 +13,7 @@
 #include "mod_proxy_beacon.h"
 
 #include <apr_network_io.h>
+#include <apr_shm.h>
 #include <apr_strings.h>
 #include <mod_watchdog.h>
 #include <unistd.h>
@@ -36,10 +37,12 @@ struct beacon_sender {
     apr_int64_t last_ts;
     apr_int64_t seq;
     volatile int owner;   /* this child holds the singleton */
+    beacon_sender_status *shared;
     beacon_sender *next;
 };
 
 static beacon_sender *senders;
+static int sender_count;
 
 /* One datagram to every peer; a failing peer costs a log line, no more. */
 static void announce(beacon_sender *snd, const char *state, apr_pool_t *p)
@@ -77,6 +80,13 @@ static void announce(beacon_sender *snd, const char *state, apr_pool_t *p)
             rv = apr_socket_sendto(sock, sa, 0, buf, &n);
             apr_socket_close(sock);
         }
+        if (rv == APR_SUCCESS) {
+            snd->shared->sent++;
+            snd->shared->last_sent = now;
+        }
+        else {
+            snd->shared->errors++;
+        }
         if (rv != APR_SUCCESS &&
             now - peer->last_error_log >= SEND_ERROR_LOG_EVERY) {
             peer->last_error_log = now;
@@ -98,6 +108,7 @@ static apr_status_t sender_callback(int state, void *data, apr_pool_t *p)
     switch (state) {
     case AP_WATCHDOG_STATE_STARTING:
         snd->owner = 1;
+        snd->shared->owner_pid = getpid();
         /* the first announcement goes out now, not one interval later */
         announce(snd, NULL, p);
         break;
@@ -190,16 +201,25 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
     int index = 0;
 
     senders = NULL;
+    sender_count = 0;
     apr_gethostname(hostname, sizeof(hostname), pconf);
     for (s = main_s; s; s = s->next) {
         beacon_server_conf *conf = beacon_conf(s);
         beacon_sender *snd;
+        apr_shm_t *shm;
         int i;
 
         if (conf->targets == NULL) {
             continue;
         }
         snd = apr_pcalloc(pconf, sizeof(*snd));
+        if (apr_shm_create(&shm, sizeof(*snd->shared), NULL, pconf) != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00105)
+                         "cannot create shared memory for the beacon status");
+            return APR_EGENERAL;
+        }
+        snd->shared = apr_shm_baseaddr_get(shm);
+        memset(snd->shared, 0, sizeof(*snd->shared));
         snd->s = s;
         snd->conf = conf;
         snd->hostname = hostname[0] ? apr_pstrdup(pconf, hostname) : NULL;
@@ -220,6 +240,7 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
         }
         *tail = snd;
         tail = &snd->next;
+        sender_count++;
     }
     return APR_SUCCESS;
 }
@@ -230,4 +251,18 @@ void beacon_senders_child_init(apr_pool_t *pchild)
         apr_pool_cleanup_register(pchild, NULL, send_leaving,
                                   apr_pool_cleanup_null);
     }
+}
+
+int beacon_sender_views(apr_pool_t *p, beacon_sender_view **views)
+{
+    beacon_sender *snd;
+    int n = 0;
+
+    *views = apr_pcalloc(p, sizeof(**views) * (sender_count + 1));
+    for (snd = senders; snd; snd = snd->next, n++) {
+        (*views)[n].s = snd->s;
+        (*views)[n].conf = snd->conf;
+        (*views)[n].shared = snd->shared;
+    }
+    return n;
 }

@@ -401,6 +401,7 @@ static void register_hooks(apr_pool_t *p)
     ap_hook_post_config(post_config, after_proxy, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(child_init, after_proxy, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_read_request(sync_on_request, NULL, NULL, APR_HOOK_MIDDLE);
+    beacon_status_register_hooks();
 }
 
 /* Not AP_DECLARE_MODULE: mod_proxy_beacon.h already has APLOG_USE_MODULE. */

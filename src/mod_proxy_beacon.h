@@ -95,11 +95,75 @@ apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
 /* Members carrying beacon's mark; returns how many were written. */
 int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
                                 beacon_member **members);
-int beacon_proxy_free_slots(beacon_target *t);
+/* Growth of the balancer: slots in use by runtime members, and free. */
+void beacon_proxy_growth(beacon_target *t, int *used, int *free_slots);
+/* httpd's flag text for a member ("Init Ok "), or NULL when absent. */
+const char *beacon_proxy_worker_flags(beacon_target *t, const char *url,
+                                      apr_pool_t *p);
 
+/* ------------------------------------------------------------------ */
+/* What every child may read: written by the owner of the watchdog only,
+ * read by the status pages in any child. Anonymous shared memory made in
+ * post_config, so all children of a generation map the same block.      */
 
+typedef enum {
+    BEACON_EV_ACCEPTED,   /* authenticated, fresh, not replayed */
+    BEACON_EV_HEARTBEAT,  /* accepted without url */
+    BEACON_EV_ADDED,
+    BEACON_EV_READOPTED,
+    BEACON_EV_ADD_FAILED,
+    BEACON_EV_EVICTED,
+    BEACON_EV_REENABLED,
+    BEACON_EV_LEAVING,
+    BEACON_EV_TAKEN_OVER, /* members adopted by a new owner */
+    BEACON_EV_COUNT
+} beacon_event_kind;
+
+typedef struct {
+    char url[BEACON_URL_MAX];
+    char host[64];            /* as announced: escape before display */
+    apr_int64_t pid, seq;     /* -1 when not announced */
+    apr_int64_t last_ts;
+    apr_time_t last_seen, retry_at;
+    apr_int32_t state;        /* beacon_state_t */
+} beacon_status_record;
+
+typedef struct {
+    volatile apr_uint32_t generation; /* odd while the owner writes rec[] */
+    apr_uint32_t nrecords;
+    apr_int64_t owner_pid;            /* 0 until a child owns the receiver */
+    apr_int32_t listening;
+    apr_uint64_t dropped[BEACON_REASON_COUNT];
+    apr_uint64_t events[BEACON_EV_COUNT];
+    beacon_status_record rec[BEACON_TABLE_CAPACITY];
+} beacon_receiver_status;
+
+typedef struct {
+    apr_uint64_t sent, errors;
+    apr_time_t last_sent;
+    apr_int64_t owner_pid;
+} beacon_sender_status;
+
+/* A receiver or sender as the status pages show it. */
+typedef struct {
+    server_rec *s;
+    const beacon_server_conf *conf;
+    const char *label;                 /* listen address */
+    beacon_target *target;             /* NULL in log-only mode */
+    const beacon_receiver_status *shared;
+} beacon_receiver_view;
+
+typedef struct {
+    server_rec *s;
+    const beacon_server_conf *conf;
+    const beacon_sender_status *shared;
+} beacon_sender_view;
 
 /* beacon_receiver.c */
+int beacon_receiver_views(apr_pool_t *p, beacon_receiver_view **views);
+/* A consistent copy of the owner's records; returns how many. */
+unsigned beacon_receiver_records(const beacon_receiver_status *shared,
+                                 beacon_status_record *copy);
 apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
                                           server_rec *s);
 void beacon_receivers_child_init(apr_pool_t *pchild, server_rec *s);
@@ -109,5 +173,9 @@ int beacon_receivers_sync_request(server_rec *s);
 const char *beacon_sender_check_target(apr_pool_t *p, const char *spec);
 apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *s);
 void beacon_senders_child_init(apr_pool_t *pchild);
+int beacon_sender_views(apr_pool_t *p, beacon_sender_view **views);
+
+/* beacon_status.c */
+void beacon_status_register_hooks(void);
 
 #endif /* MOD_PROXY_BEACON_H */
