@@ -31,6 +31,7 @@ extern "C" {
 #define BEACON_URL_MAX 300         /* canonical url incl. NUL; longer = unacceptable */
 #define BEACON_TS_MAX_DIGITS 18
 #define BEACON_TABLE_CAPACITY 256  /* announced urls tracked per receiver */
+#define BEACON_MAX_KEYS 4          /* secrets a receiver accepts at once */
 
 /* ------------------------------------------------------------------ */
 /* Key                                                                 */
@@ -47,6 +48,9 @@ typedef struct {
  * error.
  */
 const char *beacon_key_parse(const char *secret, beacon_key_t *key);
+
+/* Zeroes a key so that freed memory keeps no key material. */
+void beacon_key_wipe(beacon_key_t *key);
 
 /* The 8-byte SipHash-2-4 tag of buf[0..len) under key. */
 void beacon_mac(const beacon_key_t *key, const void *buf, apr_size_t len,
@@ -129,6 +133,16 @@ beacon_reason_t beacon_verify(const char *buf, apr_size_t len,
                               const beacon_key_t *key, apr_time_t now,
                               apr_interval_time_t max_skew,
                               beacon_datagram_t *out);
+
+/*
+ * beacon_verify with any of keys[0..nkeys) (1 to BEACON_MAX_KEYS), for key
+ * rotation: a datagram passes if its MAC matches one of them. A forged
+ * datagram costs one MAC per key.
+ */
+beacon_reason_t beacon_verify_any(const char *buf, apr_size_t len,
+                                  const beacon_key_t *keys, unsigned nkeys,
+                                  apr_time_t now, apr_interval_time_t max_skew,
+                                  beacon_datagram_t *out);
 
 /* ------------------------------------------------------------------ */
 /* Member identity                                                     */
@@ -275,6 +289,12 @@ typedef struct {
 beacon_reason_t beacon_receive(beacon_table_t *t, const beacon_key_t *key,
                                const char *buf, apr_size_t len, apr_time_t now,
                                beacon_event_t *ev);
+
+/* beacon_receive accepting any of keys[0..nkeys), as beacon_verify_any. */
+beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
+                                   unsigned nkeys, const char *buf,
+                                   apr_size_t len, apr_time_t now,
+                                   beacon_event_t *ev);
 
 #ifdef __cplusplus
 }

@@ -61,6 +61,11 @@ const char *beacon_key_parse(const char *secret, beacon_key_t *key)
     return NULL;
 }
 
+void beacon_key_wipe(beacon_key_t *key)
+{
+    beacon_wipe(key, sizeof(*key));
+}
+
 void beacon_mac(const beacon_key_t *key, const void *buf, apr_size_t len,
                 unsigned char mac[BEACON_MAC_LEN])
 {

@@ -272,16 +272,17 @@ static int is_leaving(const beacon_span_t *state)
            memcmp(state->ptr, "leaving", 7) == 0;
 }
 
-beacon_reason_t beacon_receive(beacon_table_t *t, const beacon_key_t *key,
-                               const char *buf, apr_size_t len, apr_time_t now,
-                               beacon_event_t *ev)
+beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
+                                   unsigned nkeys, const char *buf,
+                                   apr_size_t len, apr_time_t now,
+                                   beacon_event_t *ev)
 {
     beacon_reason_t reason;
 
     ev->url[0] = '\0';
     ev->rec = NULL;
     ev->action = BEACON_ACT_NONE;
-    reason = beacon_verify(buf, len, key, now, t->max_skew, &ev->dg);
+    reason = beacon_verify_any(buf, len, keys, nkeys, now, t->max_skew, &ev->dg);
     if (reason != BEACON_OK || ev->dg.url.ptr == NULL) {
         return reason;
     }
@@ -292,4 +293,11 @@ beacon_reason_t beacon_receive(beacon_table_t *t, const beacon_key_t *key,
     }
     return beacon_table_accept(t, ev->url, ev->dg.ts, is_leaving(&ev->dg.state),
                                now, &ev->rec, &ev->action);
+}
+
+beacon_reason_t beacon_receive(beacon_table_t *t, const beacon_key_t *key,
+                               const char *buf, apr_size_t len, apr_time_t now,
+                               beacon_event_t *ev)
+{
+    return beacon_receive_any(t, key, 1, buf, len, now, ev);
 }

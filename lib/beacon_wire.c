@@ -356,14 +356,16 @@ static beacon_reason_t parse_fields(const char *buf, apr_size_t signed_len,
     return BEACON_OK;
 }
 
-beacon_reason_t beacon_verify(const char *buf, apr_size_t len,
-                              const beacon_key_t *key, apr_time_t now,
-                              apr_interval_time_t max_skew,
-                              beacon_datagram_t *out)
+beacon_reason_t beacon_verify_any(const char *buf, apr_size_t len,
+                                  const beacon_key_t *keys, unsigned nkeys,
+                                  apr_time_t now, apr_interval_time_t max_skew,
+                                  beacon_datagram_t *out)
 {
     apr_size_t signed_len;
     apr_int64_t skew;
     beacon_reason_t reason;
+    unsigned i;
+    int matched = 0;
 
     if (len > BEACON_MAX_DATAGRAM) {
         return BEACON_DROP_OVERSIZE;
@@ -374,7 +376,10 @@ beacon_reason_t beacon_verify(const char *buf, apr_size_t len,
     if (!frame_is_valid(buf, len, &signed_len)) {
         return BEACON_DROP_BAD_FRAME;
     }
-    if (!mac_matches(buf, signed_len, key)) {
+    for (i = 0; i < nkeys && i < BEACON_MAX_KEYS && !matched; i++) {
+        matched = mac_matches(buf, signed_len, &keys[i]);
+    }
+    if (!matched) {
         return BEACON_DROP_MAC_MISMATCH;
     }
     reason = parse_fields(buf, signed_len, out);
@@ -386,4 +391,12 @@ beacon_reason_t beacon_verify(const char *buf, apr_size_t len,
         return BEACON_DROP_STALE_TS;
     }
     return BEACON_OK;
+}
+
+beacon_reason_t beacon_verify(const char *buf, apr_size_t len,
+                              const beacon_key_t *key, apr_time_t now,
+                              apr_interval_time_t max_skew,
+                              beacon_datagram_t *out)
+{
+    return beacon_verify_any(buf, len, key, 1, now, max_skew, out);
 }

@@ -441,7 +441,8 @@ static void handle_datagram(beacon_receiver *r, const struct mmsghdr *msg,
     beacon_event_t ev;
     beacon_reason_t reason;
 
-    reason = beacon_receive(r->table, &r->conf->key, buf, len, now, &ev);
+    reason = beacon_receive_any(r->table, r->conf->keys, r->conf->nkeys, buf,
+                                len, now, &ev);
     if (reason == BEACON_OK || reason == BEACON_DROP_NOT_MANAGED) {
         remember_sender(r, &ev);
     }

@@ -58,7 +58,7 @@ static void announce(beacon_sender *snd, const char *state, apr_pool_t *p)
     a.seq = snd->seq++;
     a.ts = beacon_next_ts(&snd->last_ts, now);
     a.state = state;
-    len = beacon_format(buf, sizeof(buf), &a, &snd->conf->key);
+    len = beacon_format(buf, sizeof(buf), &a, &snd->conf->keys[0]);
     if (len < 0) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, snd->s, BCNLOGNO(00100)
                      "cannot format an announcement (host name '%s' too "

@@ -286,9 +286,10 @@ static const command_t commands[] = {
      "      from IP:PORT -> add|renew|disable|enable|ignore\n"
      "  accepted heartbeat host=.. pid=.. seq=.. ts=.. from IP:PORT\n"
      "  dropped <reason> from IP:PORT[: detail]\n"
-     "Absent fields are left out. The replay check starts empty, like a\n"
-     "proxy just started, and counts every add as done. Bytes from the\n"
-     "network are shown escaped (\\xNN). Output is flushed per line.",
+     "Fields keep the wire order; absent ones are left out. The replay\n"
+     "check starts empty, like a proxy just started, and counts every add\n"
+     "as done. Bytes from the network are shown escaped (\\xNN). Output\n"
+     "is flushed after each line.",
      listen_options, run_listen},
     {"sign",
      "--ts USEC [--url URL] [--host NAME] [--pid N] [--seq N]\n"
@@ -384,7 +385,6 @@ static void getopt_error(void *arg, const char *fmt, ...)
     apr_size_t n;
     va_list ap;
 
-    (void)arg;
     va_start(ap, fmt);
     apr_vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
@@ -393,8 +393,7 @@ static void getopt_error(void *arg, const char *fmt, ...)
         msg[--n] = '\0';
     }
     cmd_name = NULL; /* msg starts with it already */
-    fail(EXIT_USAGE, "%s (see beaconctl %s --help)", msg, arg ? (char *)arg
-                                                              : "");
+    fail(EXIT_USAGE, "%s (see beaconctl %s --help)", msg, (const char *)arg);
 }
 
 typedef struct {
@@ -635,6 +634,7 @@ static void wipe(void *p, apr_size_t len)
 static void load_key(apr_pool_t *p, const char *file, beacon_key_t *key)
 {
     char buf[SECRET_FILE_MAX + 1];
+    char *value = NULL;
     const char *err;
     char ebuf[120];
 
@@ -655,18 +655,23 @@ static void load_key(apr_pool_t *p, const char *file, beacon_key_t *key)
             fail(EXIT_USAGE, "--secret-file %s: %s", file,
                  errstr(rv, ebuf, sizeof(ebuf)));
         }
-        buf[len] = '\0';
-        if ((nl = strchr(buf, '\n')) != NULL) {
-            *nl = '\0';
+        if ((nl = memchr(buf, '\n', len)) != NULL) {
+            len = (apr_size_t)(nl - buf);
         }
         else if (len == SECRET_FILE_MAX) {
             wipe(buf, sizeof(buf));
             fail(EXIT_USAGE, "--secret-file %s: the first line is longer "
                  "than %d bytes", file, SECRET_FILE_MAX);
         }
-        len = strlen(buf);
         if (len > 0 && buf[len - 1] == '\r') {
-            buf[len - 1] = '\0';
+            len--;
+        }
+        buf[len] = '\0';
+        if (memchr(buf, '\0', len) != NULL) {
+            /* a passphrase cut at the NUL would be a different key */
+            wipe(buf, sizeof(buf));
+            fail(EXIT_USAGE, "--secret-file %s: the first line holds a NUL "
+                 "byte", file);
         }
         err = beacon_key_parse(buf, key);
         wipe(buf, sizeof(buf));
@@ -675,18 +680,14 @@ static void load_key(apr_pool_t *p, const char *file, beacon_key_t *key)
         }
         return;
     }
-    else {
-        char *value = NULL;
-
-        if (apr_env_get(&value, SECRET_ENV, p) != APR_SUCCESS) {
-            fail(EXIT_USAGE, "no secret: use --secret-file FILE or set the "
-                 "environment variable " SECRET_ENV " (see beaconctl %s "
-                 "--help)", cmd_name ? cmd_name : "");
-        }
-        err = beacon_key_parse(value, key);
-        if (err) {
-            fail(EXIT_USAGE, SECRET_ENV ": %s", err);
-        }
+    if (apr_env_get(&value, SECRET_ENV, p) != APR_SUCCESS) {
+        fail(EXIT_USAGE, "no secret: use --secret-file FILE or set the "
+             "environment variable " SECRET_ENV " (see beaconctl %s --help)",
+             cmd_name);
+    }
+    err = beacon_key_parse(value, key);
+    if (err) {
+        fail(EXIT_USAGE, SECRET_ENV ": %s", err);
     }
 }
 
@@ -797,7 +798,9 @@ static void target_failed(const sender_t *s, target_t *t, apr_time_t now,
 {
     char ebuf[120];
 
-    if (t->reported_at != 0 && now - t->reported_at < REPORT_EVERY) {
+    /* (a clock stepped back ends the quiet minute rather than extend it) */
+    if (t->reported_at != 0 && now >= t->reported_at &&
+        now - t->reported_at < REPORT_EVERY) {
         return;
     }
     t->reported_at = now;
@@ -823,7 +826,7 @@ static int announce(sender_t *s, const char *state, apr_pool_t *tick)
     len = beacon_format(buf, sizeof(buf), &s->a, &s->key);
     s->a.seq++;
     if (len < 0) {
-        /* the fields were checked when the options were read */
+        /* run_send() tried the longest datagram before the first send */
         fail(EXIT_RUNTIME, "cannot format an announcement");
     }
     for (i = 0; i < s->ntargets; i++) {
@@ -864,7 +867,6 @@ static int announce(sender_t *s, const char *state, apr_pool_t *tick)
             flush_stdout();
         }
     }
-    wipe(buf, sizeof(buf)); /* nothing secret, but no stale datagram either */
     apr_pool_clear(tick);
     return sent;
 }
@@ -983,8 +985,20 @@ static int run_send(apr_pool_t *p, const command_t *cmd, int argc,
     }
     /* else: host= is informational; leave it out */
     s.a.pid = (apr_int64_t)getpid();
-    s.a.seq = 0;
     load_key(p, secret_file, &s.key);
+    {
+        /* the longest datagram this run can send must fit */
+        char trial[BEACON_MAX_DATAGRAM + 1];
+
+        s.a.seq = APR_INT64_MAX;
+        s.a.ts = APR_INT64_C(999999999999999999);
+        s.a.state = "leaving";
+        if (beacon_format(trial, sizeof(trial), &s.a, &s.key) < 0) {
+            fail(EXIT_USAGE, "--url and --host make a datagram longer than "
+                 "%d bytes", BEACON_MAX_DATAGRAM);
+        }
+        s.a.seq = 0;
+    }
 
     if (url == NULL) {
         warn("no --url: sending heartbeats only, which no proxy adds to a "

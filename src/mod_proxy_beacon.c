@@ -30,6 +30,18 @@ static const char *where_of(cmd_parms *cmd)
                         cmd->directive->line_num);
 }
 
+/* Key material leaves no trace in memory httpd frees at a restart. */
+static apr_status_t wipe_keys(void *data)
+{
+    beacon_server_conf *conf = data;
+    unsigned i;
+
+    for (i = 0; i < BEACON_MAX_KEYS; i++) {
+        beacon_key_wipe(&conf->keys[i]);
+    }
+    return APR_SUCCESS;
+}
+
 static void *create_server_conf(apr_pool_t *p, server_rec *s)
 {
     beacon_server_conf *conf = apr_pcalloc(p, sizeof(*conf));
@@ -47,9 +59,12 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     beacon_server_conf *base = basev, *add = addv;
     beacon_server_conf *conf = apr_pmemdup(p, add, sizeof(*conf));
 
-    if (!add->key_set && base->key_set) {
-        conf->key = base->key;
-        conf->key_set = 1;
+    if (add->nkeys == 0) {
+        memcpy(conf->keys, base->keys, sizeof(conf->keys));
+        conf->nkeys = base->nkeys;
+    }
+    if (conf->nkeys) {
+        apr_pool_cleanup_register(p, conf, wipe_keys, apr_pool_cleanup_null);
     }
     if (!add->timeout_set) {
         conf->timeout = base->timeout;
@@ -196,16 +211,71 @@ static const char *set_max_skew(cmd_parms *cmd, void *dummy, const char *arg)
     return parse_interval(cmd, arg, &conf->max_skew, 0);
 }
 
+/*
+ * "file:/path": the secret is the file's first line, read now, while the
+ * server still runs as root, so the file can be 0600 and the configuration
+ * world-readable. The line is wiped once parsed.
+ */
+static const char *read_secret_file(cmd_parms *cmd, const char *name,
+                                    char *line, apr_size_t size)
+{
+    const char *path = ap_server_root_relative(cmd->temp_pool, name);
+    apr_finfo_t finfo;
+    apr_file_t *f;
+    apr_size_t n = size - 1;
+    apr_status_t rv;
+
+    if (path == NULL || *name == '\0') {
+        return "ProxyBeaconSecret: file: needs a path";
+    }
+    rv = apr_file_open(&f, path, APR_FOPEN_READ, 0, cmd->temp_pool);
+    if (rv == APR_SUCCESS) {
+        rv = apr_file_info_get(&finfo, APR_FINFO_PROT, f);
+        if (rv == APR_SUCCESS) {
+            rv = apr_file_read(f, line, &n);
+        }
+        apr_file_close(f);
+    }
+    if (rv != APR_SUCCESS && !APR_STATUS_IS_EOF(rv)) {
+        return apr_psprintf(cmd->pool, "ProxyBeaconSecret: cannot read %s: %pm",
+                            path, &rv);
+    }
+    line[APR_STATUS_IS_EOF(rv) ? 0 : n] = '\0';
+    line[strcspn(line, "\r\n")] = '\0';
+    if (finfo.protection & APR_FPROT_WREAD) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, cmd->server, BCNLOGNO(00081)
+                     "ProxyBeaconSecret: %s is readable by every user; make it "
+                     "readable by root only (chmod 600)", path);
+    }
+    return NULL;
+}
+
 static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
 {
     beacon_server_conf *conf = cmd_conf(cmd);
-    const char *err = beacon_key_parse(arg, &conf->key);
+    char line[1024];
+    const char *err = NULL;
 
     (void)dummy;
-    if (err) {
-        return apr_pstrcat(cmd->pool, "ProxyBeaconSecret: ", err, NULL);
+    if (conf->nkeys == BEACON_MAX_KEYS) {
+        return "ProxyBeaconSecret: at most 4 per server (the first signs, "
+               "a receiver accepts any)";
     }
-    conf->key_set = 1;
+    if (strncmp(arg, "file:", 5) == 0) {
+        err = read_secret_file(cmd, arg + 5, line, sizeof(line));
+        arg = line;
+    }
+    if (err == NULL && (err = beacon_key_parse(arg, &conf->keys[conf->nkeys]))) {
+        err = apr_pstrcat(cmd->pool, "ProxyBeaconSecret: ", err, NULL);
+    }
+    memset(line, 0, sizeof(line)); /* the stack copy of a file's secret */
+    if (err) {
+        return err;
+    }
+    if (conf->nkeys++ == 0) {
+        apr_pool_cleanup_register(cmd->pool, conf, wipe_keys,
+                                  apr_pool_cleanup_null);
+    }
     return NULL;
 }
 
@@ -276,8 +346,8 @@ static const command_rec beacon_cmds[] = {
         "how far an announcement's timestamp may be from the clock "
         "(default 30s)"),
     AP_INIT_TAKE1("ProxyBeaconSecret", set_secret, NULL, RSRC_CONF,
-        "shared secret: hex: and 32 hex digits, or a passphrase of 16 bytes "
-        "or more"),
+        "shared secret: hex: and 32 hex digits, a passphrase of 16 bytes or "
+        "more, or file:/path holding either; up to 4 (the first signs)"),
     AP_INIT_TAKE_ARGV("ProxyBeaconAddress", set_address, NULL, RSRC_CONF,
         "host:port [host:port ...]: the proxies this backend announces "
         "itself to"),
@@ -295,7 +365,7 @@ static const command_rec beacon_cmds[] = {
 static const char *receiver_problem(apr_pool_t *p, server_rec *s,
                                     beacon_server_conf *conf)
 {
-    if (!conf->key_set) {
+    if (conf->nkeys == 0) {
         return "ProxyBeaconSecret is required";
     }
     if (!beacon_proxy_linked()) {
@@ -338,7 +408,7 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
         else if (conf->listen_set) {
             problem = receiver_problem(ptemp, s, conf);
         }
-        else if (conf->targets && !conf->key_set) {
+        else if (conf->targets && conf->nkeys == 0) {
             problem = "ProxyBeaconSecret is required";
         }
         else if (conf->targets &&

@@ -47,9 +47,9 @@ typedef struct {
     apr_interval_time_t interval;
     int interval_set;
 
-    /* both */
-    beacon_key_t key;
-    int key_set;
+    /* both: senders sign with keys[0], receivers accept any of them */
+    beacon_key_t keys[BEACON_MAX_KEYS];
+    unsigned nkeys;
     const char *where;            /* "file:line" of the role directive */
 } beacon_server_conf;
 

@@ -198,9 +198,22 @@ static void parsing_is_repeatable(void **state)
     assert_memory_equal(a.bytes, b.bytes, sizeof a.bytes);
 }
 
+static void key_wipe_leaves_no_key_material(void **state)
+{
+    beacon_key_t k;
+    const unsigned char zero[BEACON_KEY_LEN] = {0};
+
+    (void)state;
+    assert_null(beacon_key_parse("hex:00112233445566778899aabbccddeeff", &k));
+    assert_true(memcmp(k.bytes, zero, sizeof(zero)) != 0);
+    beacon_key_wipe(&k);
+    assert_memory_equal(k.bytes, zero, sizeof(zero));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(key_wipe_leaves_no_key_material),
         cmocka_unit_test(accepted_secrets_give_the_expected_key),
         cmocka_unit_test(rejected_secrets_give_a_message_and_leave_the_key_alone),
         cmocka_unit_test(parsing_is_repeatable),

@@ -719,6 +719,39 @@ static void verify_freshness_bound_is_inclusive_in_both_directions(void **state)
 /* ------------------------------------------------------------------ */
 /* Reason names and ids                                                */
 
+/* Key rotation: a receiver with several secrets accepts any of them. */
+static void verify_any_accepts_a_datagram_signed_with_any_configured_key(void **state)
+{
+    beacon_key_t hk = spec_hex_key(), pk = passphrase_vector_key(), other;
+    beacon_key_t old_and_new[2], new_only[1], four[4];
+    beacon_datagram_t out;
+
+    (void)state;
+    memset(&other, 0x5a, sizeof(other));
+    old_and_new[0] = other;
+    old_and_new[1] = pk;
+    new_only[0] = other;
+    four[0] = other;
+    four[1] = other;
+    four[2] = other;
+    four[3] = hk;
+    assert_reason_equal(beacon_verify_any(V3, strlen(V3), old_and_new, 2, NOW, SKEW,
+                                          &out), BEACON_OK, "second of two keys");
+    assert_reason_equal(beacon_verify_any(V3, strlen(V3), new_only, 1, NOW, SKEW,
+                                          &out), BEACON_DROP_MAC_MISMATCH,
+                        "a key that is not configured");
+    assert_reason_equal(beacon_verify_any(V1, strlen(V1), four, 4, NOW, SKEW, &out),
+                        BEACON_OK, "the fourth key");
+    assert_reason_equal(beacon_verify_any(V1, strlen(V1), four, 3, NOW, SKEW, &out),
+                        BEACON_DROP_MAC_MISMATCH, "only the first three keys");
+    assert_reason_equal(beacon_verify_any(V1, strlen(V1), four, 0, NOW, SKEW, &out),
+                        BEACON_DROP_MAC_MISMATCH, "no key at all");
+    /* The other checks still apply after a match. */
+    assert_reason_equal(beacon_verify_any(V1, strlen(V1), four, 4,
+                                          NOW + SKEW + 1, SKEW, &out),
+                        BEACON_DROP_STALE_TS, "stale under the fourth key");
+}
+
 static void reason_names_are_the_spec_fragments(void **state)
 {
     static const struct {
@@ -803,6 +836,7 @@ int main(void)
         cmocka_unit_test(verify_accepts_2048_bytes_and_drops_2049_as_oversize),
         cmocka_unit_test(verify_checks_size_before_anything_else),
         cmocka_unit_test(verify_drops_any_embedded_nul),
+        cmocka_unit_test(verify_any_accepts_a_datagram_signed_with_any_configured_key),
         cmocka_unit_test(verify_mac_covers_every_signed_byte),
         cmocka_unit_test(verify_accepts_an_upper_case_spec_vector),
         cmocka_unit_test(verify_freshness_bound_is_inclusive_in_both_directions),

@@ -1,0 +1,511 @@
+#!/usr/bin/python3
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Behaviour of the beaconctl command-line tool.
+
+Run by ctest (see CMakeLists.txt, "# beaconctl"), one entry per test class:
+
+    /usr/bin/python3 tests/cli/test_beaconctl.py -v SignTest
+
+The binary comes from the environment variable BEACONCTL (ctest sets it),
+else build/beaconctl. Stdlib only. Everything talks over 127.0.0.1; every
+wait polls for a condition with a deadline, and only the processes a test
+started are signalled, through their own Popen objects.
+"""
+
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BEACONCTL = os.environ.get("BEACONCTL") or os.path.join(
+    HERE, "..", "..", "build", "beaconctl")
+
+# /work/shared/design/wire-format.md, "Test vectors".
+HEX_SECRET = "hex:00112233445566778899aabbccddeeff"
+PASSPHRASE = "a-long-random-shared-cluster-secret"
+VECTOR_URL = ("BEACON url=http://10.0.0.5:8080 host=web-1 pid=4242 seq=17 "
+              "ts=1796000000000000 mac=f73e29a869ca2b00")
+VECTOR_HEARTBEAT = ("BEACON host=web-1 pid=4242 seq=18 ts=1796000000000001 "
+                    "mac=2cdf1be0166382fa")
+VECTOR_PASSPHRASE = ("BEACON url=http://10.0.0.5:8080 host=web-1 pid=4242 "
+                     "seq=17 ts=1796000000000000 mac=f3bcb2028034a744")
+
+TIMEOUT = 10.0  # seconds: the bound on every wait; nothing sleeps a fixed time
+
+
+def clean_env(secret=None):
+    """The environment for beaconctl: BEACON_SECRET only when asked for."""
+    env = {k: v for k, v in os.environ.items() if k != "BEACON_SECRET"}
+    if secret is not None:
+        env["BEACON_SECRET"] = secret
+    return env
+
+
+def run(args, secret=None, timeout=TIMEOUT):
+    return subprocess.run([BEACONCTL] + list(args), env=clean_env(secret),
+                          stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def udp_send(port, payload):
+    if isinstance(payload, str):
+        payload = payload.encode()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(payload, ("127.0.0.1", port))
+
+
+def now_usec():
+    return time.time_ns() // 1000
+
+
+class Process:
+    """A beaconctl process whose stdout lines are read by a thread, so that a
+    test can wait for a line with a deadline."""
+
+    def __init__(self, args, secret=HEX_SECRET):
+        self.proc = subprocess.Popen(
+            [BEACONCTL] + list(args), env=clean_env(secret),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        self.lines = queue.Queue()
+        self.seen = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)  # end of output
+
+    def expect(self, pattern, timeout=TIMEOUT):
+        """The next stdout line matching pattern (a regex), waiting at most
+        timeout seconds; lines before it are kept in self.seen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no line matching {pattern!r} within "
+                                     f"{timeout} s; seen: {self.seen}")
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise AssertionError(f"output ended before a line matching "
+                                     f"{pattern!r}; seen: {self.seen}; "
+                                     f"stderr: {self.stderr()}")
+            self.seen.append(line)
+            if re.search(pattern, line):
+                return line
+
+    def wait(self, timeout=TIMEOUT):
+        return self.proc.wait(timeout=timeout)
+
+    def stderr(self):
+        if self.proc.poll() is None:
+            return "(still running)"
+        return self.proc.stderr.read()
+
+    def stop(self):
+        """Ends the process if it is still running (only this one, by its
+        own handle) and reaps it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=TIMEOUT)
+        self.reader.join(timeout=TIMEOUT)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+class Listener(Process):
+    """`beaconctl listen` on a free loopback port chosen by the kernel
+    (--bind 127.0.0.1:0): its first line names the port, so there is no
+    race for a port between choosing it and binding it."""
+
+    def __init__(self, *extra, secret=HEX_SECRET):
+        super().__init__(["listen", "--bind", "127.0.0.1:0"] + list(extra),
+                         secret=secret)
+        line = self.expect(r"^listening on ")
+        m = re.match(r"^listening on 127\.0\.0\.1:(\d+) ", line)
+        if not m:
+            self.stop()
+            raise AssertionError(f"unexpected first line: {line!r}")
+        self.port = int(m.group(1))
+
+
+class CliTestCase(unittest.TestCase):
+    def assert_one_line_error(self, r, status=2, must_contain=()):
+        """A usage or configuration error: status, nothing on stdout, exactly
+        one line on stderr, prefixed "beaconctl: "."""
+        self.assertEqual(r.returncode, status, r.stderr)
+        self.assertEqual(r.stdout, "")
+        self.assertTrue(r.stderr.endswith("\n"), repr(r.stderr))
+        self.assertEqual(r.stderr.count("\n"), 1, repr(r.stderr))
+        self.assertTrue(r.stderr.startswith("beaconctl: "), repr(r.stderr))
+        for text in must_contain:
+            self.assertIn(text, r.stderr)
+
+    def secret_file(self, content):
+        d = tempfile.TemporaryDirectory()
+        self.addCleanup(d.cleanup)
+        path = os.path.join(d.name, "secret")
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(content)
+        return path
+
+
+class SignTest(CliTestCase):
+    """sign prints exactly the wire-format.md vectors."""
+
+    def sign(self, *args, secret=None):
+        r = run(["sign"] + list(args), secret=secret)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        self.assertTrue(r.stdout.endswith("\n"))
+        return r.stdout[:-1]
+
+    def test_hex_key_from_secret_file_gives_the_url_vector(self):
+        path = self.secret_file(HEX_SECRET + "\n")
+        self.assertEqual(self.sign(
+            "--url", "http://10.0.0.5:8080", "--host", "web-1", "--pid",
+            "4242", "--seq", "17", "--ts", "1796000000000000",
+            "--secret-file", path), VECTOR_URL)
+
+    def test_heartbeat_without_url_gives_the_heartbeat_vector(self):
+        path = self.secret_file(HEX_SECRET)  # no trailing newline
+        self.assertEqual(self.sign(
+            "--host", "web-1", "--pid", "4242", "--seq", "18",
+            "--ts", "1796000000000001", "--secret-file", path),
+            VECTOR_HEARTBEAT)
+
+    def test_passphrase_key_from_environment_gives_the_passphrase_vector(self):
+        self.assertEqual(self.sign(
+            "--url", "http://10.0.0.5:8080", "--host", "web-1", "--pid",
+            "4242", "--seq", "17", "--ts", "1796000000000000",
+            secret=PASSPHRASE), VECTOR_PASSPHRASE)
+
+    def test_passphrase_from_file_with_crlf_line_end(self):
+        path = self.secret_file(PASSPHRASE + "\r\nsecond line ignored\n")
+        self.assertEqual(self.sign(
+            "--url", "http://10.0.0.5:8080", "--host", "web-1", "--pid",
+            "4242", "--seq", "17", "--ts", "1796000000000000",
+            "--secret-file", path), VECTOR_PASSPHRASE)
+
+    def test_secret_file_wins_over_environment(self):
+        path = self.secret_file(HEX_SECRET + "\n")
+        self.assertEqual(self.sign(
+            "--url", "http://10.0.0.5:8080", "--host", "web-1", "--pid",
+            "4242", "--seq", "17", "--ts", "1796000000000000",
+            "--secret-file", path, secret=PASSPHRASE), VECTOR_URL)
+
+    def test_url_is_canonicalized_and_state_written_before_mac(self):
+        out = self.sign("--url", "HTTP://App.Example.COM:80/", "--ts", "5",
+                        "--state", "leaving", secret=HEX_SECRET)
+        self.assertRegex(out, r"^BEACON url=http://app\.example\.com ts=5 "
+                              r"state=leaving mac=[0-9a-f]{16}$")
+
+    def test_ts_now_is_this_clock(self):
+        before = now_usec()
+        out = self.sign("--ts", "now", secret=HEX_SECRET)
+        after = now_usec()
+        ts = int(re.match(r"^BEACON ts=(\d+) mac=[0-9a-f]{16}$", out).group(1))
+        self.assertLessEqual(before, ts)
+        self.assertLessEqual(ts, after)
+
+
+class KeygenTest(CliTestCase):
+    def keygen(self):
+        r = run(["keygen"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        self.assertRegex(r.stdout, r"\A" + r"hex:[0-9a-f]{32}" + r"\n\Z")
+        return r.stdout[:-1]
+
+    def test_two_keys_differ_and_each_parses(self):
+        a, b = self.keygen(), self.keygen()
+        self.assertNotEqual(a, b)
+        for key in (a, b):
+            r = run(["sign", "--ts", "1"], secret=key)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertRegex(r.stdout, r"^BEACON ts=1 mac=[0-9a-f]{16}\n$")
+
+    def test_arguments_are_refused(self):
+        self.assert_one_line_error(run(["keygen", "extra"]))
+
+
+class ListenTest(CliTestCase):
+    """listen reports what a receiver decides, one flushed line each."""
+
+    def setUp(self):
+        self.listener = Listener()
+        self.addCleanup(self.listener.stop)
+
+    def test_signed_datagram_is_accepted_and_forged_one_dropped(self):
+        ts = now_usec()
+        good = run(["sign", "--url", "HTTP://127.0.0.1:8080/", "--host",
+                    "web-1", "--pid", "42", "--seq", "0", "--ts", str(ts)],
+                   secret=HEX_SECRET).stdout.rstrip("\n")
+        udp_send(self.listener.port, good)
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, rf"^accepted url=http://127\.0\.0\.1:8080 "
+                               rf"host=web-1 pid=42 seq=0 ts={ts} "
+                               rf"from 127\.0\.0\.1:\d+ -> add$")
+
+        # one hex digit of the mac changed
+        last = good[-1]
+        forged = good[:-1] + ("0" if last != "0" else "1")
+        udp_send(self.listener.port, forged)
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^dropped mac mismatch from 127\.0\.0\.1:\d+")
+
+        # the same datagram again: the replay check has seen its ts
+        udp_send(self.listener.port, good)
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^dropped replayed/reordered ts from ")
+
+    def test_peer_bytes_are_escaped(self):
+        udp_send(self.listener.port, b"BEACON \x01\xff\"\\ \x1b[2J")
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertTrue(line.startswith("dropped bad frame from 127.0.0.1:"),
+                        line)
+        self.assertIn(r'"BEACON \x01\xff\x22\x5c \x1b[2J"', line)
+        self.assertTrue(line.isprintable(), repr(line))
+
+    def test_stale_ts_and_heartbeat(self):
+        stale = run(["sign", "--url", "http://127.0.0.1:8081",
+                     "--ts", str(now_usec() - 120 * 1000000)],
+                    secret=HEX_SECRET).stdout.rstrip("\n")
+        udp_send(self.listener.port, stale)
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^dropped stale ts from 127\.0\.0\.1:\d+: "
+                               r"ts=\d+ is 1[12]\d\.\d{3} s behind this clock")
+
+        heartbeat = run(["sign", "--host", "hb-1", "--ts", "now"],
+                        secret=HEX_SECRET).stdout.rstrip("\n")
+        udp_send(self.listener.port, heartbeat)
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^accepted heartbeat host=hb-1 ts=\d+ "
+                               r"from 127\.0\.0\.1:\d+$")
+
+
+class ListenCountTest(CliTestCase):
+    def test_count_exits_after_n_datagrams(self):
+        listener = Listener("--count", "2")
+        self.addCleanup(listener.stop)
+        udp_send(listener.port, "not a beacon")
+        udp_send(listener.port, "BEACON ts=1 mac=0000000000000000")
+        self.assertEqual(listener.wait(), 0)
+        listener.expect(r"^dropped bad frame from 127\.0\.0\.1:\d+: "
+                        r'"not a beacon"$')
+        listener.expect(r"^dropped mac mismatch from ")
+        self.assertEqual(len(listener.seen), 3, listener.seen)
+
+
+class SendTest(CliTestCase):
+    def test_send_once_is_accepted(self):
+        listener = Listener("--count", "1")
+        self.addCleanup(listener.stop)
+        r = run(["send", "--once", "--to", f"udp://127.0.0.1:{listener.port}",
+                 "--url", "http://127.0.0.1:8080/", "--host", "web-2"],
+                secret=HEX_SECRET)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        line = listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^accepted url=http://127\.0\.0\.1:8080 "
+                               r"host=web-2 pid=\d+ seq=0 ts=\d+ "
+                               r"from 127\.0\.0\.1:\d+ -> add$")
+        self.assertEqual(listener.wait(), 0)
+
+    def test_sigterm_sends_leaving_and_exits_0(self):
+        listener = Listener()
+        self.addCleanup(listener.stop)
+        sender = Process(["send", "--interval", "0.2",
+                          "--to", f"127.0.0.1:{listener.port}",
+                          "--url", "http://127.0.0.1:8082"])
+        self.addCleanup(sender.stop)
+        # two regular announcements prove the interval loop runs
+        listener.expect(r"^accepted url=http://127\.0\.0\.1:8082 .* seq=0 .*"
+                        r"-> add$")
+        line = listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^accepted .* seq=1 ts=\d+ from .* -> renew$")
+        sender.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(sender.wait(), 0, sender.stderr())
+        self.assertEqual(sender.stderr(), "")
+        line = listener.expect(r"state=")
+        self.assertRegex(line, r"^accepted url=http://127\.0\.0\.1:8082 "
+                               r"host=\S+ pid=\d+ seq=\d+ ts=\d+ "
+                               r"state=leaving from 127\.0\.0\.1:\d+ "
+                               r"-> disable$")
+        # every line before it was a regular, accepted announcement
+        for earlier in listener.seen[1:-1]:  # after "listening on"
+            self.assertRegex(earlier, r"^accepted url=.* -> (add|renew)$")
+
+    def test_failing_target_is_reported_once_and_others_still_served(self):
+        listener = Listener()
+        self.addCleanup(listener.stop)
+        # A send error without DNS and without traffic: the kernel refuses
+        # a datagram to the broadcast address from a socket without
+        # SO_BROADCAST (EACCES; ENETUNREACH without a route) before any
+        # packet exists. All that is sent goes to 127.0.0.1.
+        sender = Process(["send", "--interval", "0.2",
+                          "--to", "255.255.255.255:9",
+                          "--to", f"127.0.0.1:{listener.port}",
+                          "--url", "http://127.0.0.1:8083"])
+        self.addCleanup(sender.stop)
+        for seq in range(4):
+            listener.expect(rf"^accepted url=http://127\.0\.0\.1:8083 .* "
+                            rf"seq={seq} ")
+        sender.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(sender.wait(), 0)
+        err = sender.stderr().splitlines()
+        self.assertEqual(len(err), 1, err)
+        self.assertRegex(err[0], r"^beaconctl: send: to 255\.255\.255\.255:9: "
+                                 r"cannot send: ")
+
+    def test_once_to_no_reachable_target_exits_1(self):
+        r = run(["send", "--once", "--to", "255.255.255.255:9",
+                 "--url", "http://127.0.0.1:8084"], secret=HEX_SECRET)
+        self.assert_one_line_error(r, status=1,
+                                   must_contain=["255.255.255.255:9"])
+
+
+class ErrorTest(CliTestCase):
+    """Usage and configuration errors: one line on stderr, exit 2."""
+
+    def test_missing_secret(self):
+        for args in (["send", "--once", "--to", "127.0.0.1:9"],
+                     ["listen", "--bind", "127.0.0.1:0"],
+                     ["sign", "--ts", "1"]):
+            with self.subTest(args=args):
+                self.assert_one_line_error(
+                    run(args), must_contain=["--secret-file", "BEACON_SECRET"])
+
+    def test_secret_on_the_command_line_is_refused_without_echoing_it(self):
+        for args in (["sign", "--ts", "1", "--secret", HEX_SECRET],
+                     ["sign", "--ts", "1", f"--secret={HEX_SECRET}"],
+                     ["send", "--secret", HEX_SECRET, "--to", "127.0.0.1:9"]):
+            with self.subTest(args=args):
+                r = run(args, secret=HEX_SECRET)
+                self.assert_one_line_error(r, must_contain=["--secret-file"])
+                self.assertNotIn("00112233", r.stderr)
+
+    def test_bad_secrets(self):
+        short = self.secret_file("too short\n")
+        r = run(["sign", "--ts", "1", "--secret-file", short])
+        self.assert_one_line_error(r, must_contain=["16 bytes"])
+        self.assertNotIn("too short", r.stderr)
+        r = run(["sign", "--ts", "1", "--secret-file", "/nonexistent/secret"])
+        self.assert_one_line_error(r, must_contain=["/nonexistent/secret"])
+        self.assert_one_line_error(run(["sign", "--ts", "1"], secret="hex:12"),
+                                   must_contain=["32 hex digits"])
+        empty = self.secret_file("\n" + HEX_SECRET + "\n")  # first line only
+        self.assert_one_line_error(run(["sign", "--ts", "1", "--secret-file",
+                                        empty]), must_contain=["empty"])
+        # a passphrase cut at a NUL byte would silently be another key
+        nul = self.secret_file(PASSPHRASE[:10] + "\0" + PASSPHRASE[10:])
+        self.assert_one_line_error(run(["sign", "--ts", "1", "--secret-file",
+                                        nul]), must_contain=["NUL"])
+
+    def test_bad_url_names_the_problem(self):
+        for url, problem in (("http://a.example/path", "path"),
+                             ("http://a.example:0", "port"),
+                             ("http://user@a.example", "userinfo")):
+            with self.subTest(url=url):
+                r = run(["send", "--once", "--to", "127.0.0.1:9",
+                         "--url", url], secret=HEX_SECRET)
+                self.assert_one_line_error(r, must_contain=[url, problem])
+
+    def test_bad_to(self):
+        for to in ("127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536",
+                   "::1:5555", "[::1]", "host:80x", "1x://host:5555", ":5555"):
+            with self.subTest(to=to):
+                r = run(["send", "--once", "--to", to], secret=HEX_SECRET)
+                self.assert_one_line_error(r, must_contain=[f"'{to}'"])
+
+    def test_good_to_forms_are_accepted(self):
+        # A scheme is stripped and IPv6 goes in brackets. Without a secret
+        # the run stops at the secret, after --to was read: nothing is sent.
+        for to in ("udp://127.0.0.1:9", "tcp://127.0.0.1:9", "[::1]:9",
+                   "udp://[::1]:5555", "localhost:65535"):
+            with self.subTest(to=to):
+                r = run(["send", "--once", "--to", to, "--url",
+                         "http://127.0.0.1:8080"])
+                self.assert_one_line_error(r, must_contain=["no secret"])
+
+    def test_other_usage_errors(self):
+        cases = [
+            ["send", "--bogus"],
+            ["send", "--once", "--interval", "1", "--to", "127.0.0.1:9"],
+            ["send", "--interval", "0", "--to", "127.0.0.1:9"],
+            ["send", "--interval", "5x", "--to", "127.0.0.1:9"],
+            ["send", "--url", "http://a"],  # no --to
+            ["send", "--to", "127.0.0.1:9", "--host", "two words"],
+            ["send", "--to", "127.0.0.1:9", "--host", "h" * 2100],
+            ["listen"],
+            ["listen", "--bind", "127.0.0.1:0", "--count", "0"],
+            ["listen", "--bind", "127.0.0.1:0", "--max-skew", "-1"],
+            ["sign"],
+            ["sign", "--ts", "12x"],
+            ["sign", "--ts", "1", "--pid", "-1"],
+            ["sign", "--ts", "1", "--url", "http://a", "--url", "http://b"],
+            ["sign", "--ts", "1", "stray"],
+            ["frobnicate"],
+            [],
+        ]
+        for args in cases:
+            with self.subTest(args=args):
+                self.assert_one_line_error(run(args, secret=HEX_SECRET))
+
+    def test_interval_forms(self):
+        # accepted forms reach the secret check (no secret given): exit 2
+        # with the secret message, not an --interval complaint
+        for value in ("5", "0.5", "500ms", "1.5s", ".25"):
+            with self.subTest(value=value):
+                r = run(["send", "--interval", value, "--to", "127.0.0.1:9"])
+                self.assert_one_line_error(r, must_contain=["no secret"])
+
+
+class HelpTest(CliTestCase):
+    OPTIONS = {
+        "send": ["--to", "--url", "--host", "--interval", "--once",
+                 "--verbose", "--secret-file", "--help"],
+        "listen": ["--bind", "--max-skew", "--count", "--secret-file",
+                   "--help"],
+        "sign": ["--url", "--host", "--pid", "--seq", "--ts", "--state",
+                 "--secret-file", "--help"],
+        "keygen": ["--help"],
+    }
+
+    def test_every_option_is_documented(self):
+        top = run(["--help"])
+        self.assertEqual(top.returncode, 0)
+        self.assertIn("BEACON_SECRET", top.stdout)
+        for cmd, options in self.OPTIONS.items():
+            r = run([cmd, "--help"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stderr, "")
+            self.assertTrue(r.stdout.startswith(f"usage: beaconctl {cmd}"))
+            self.assertIn(r.stdout, top.stdout)
+            for opt in options:
+                self.assertRegex(r.stdout, rf"\n  (-h, )?{opt}\b",
+                                 f"{cmd} {opt}")
+            for line in r.stdout.splitlines():
+                self.assertLessEqual(len(line), 79, line)
+            # and each documented option is accepted, nothing more
+            documented = set(re.findall(r"\n  (?:-h, )?(--[a-z-]+)", r.stdout))
+            self.assertEqual(documented, set(options))
+
+
+if __name__ == "__main__":
+    if not os.access(BEACONCTL, os.X_OK):
+        sys.exit(f"test_beaconctl.py: no executable at {BEACONCTL}; "
+                 f"set BEACONCTL")
+    unittest.main()

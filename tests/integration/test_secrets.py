@@ -1,0 +1,119 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Secrets: read from a root-only file, rotated without downtime, and never
+shown in a log line or a status page."""
+
+import os
+import re
+
+import pytest
+
+import beacon_wire as bw
+from beacon_env import Announcer, receiver_config, start_receiver, wait_member
+from httpd import free_port, wait_for
+from test_sender import sender_httpd
+from test_status import STATUS_PAGE, status_json
+
+pytestmark = pytest.mark.beacon
+
+OLD = "hex:" + "0123456789abcdef" * 2
+NEW = "hex:" + "fedcba9876543210" * 2
+
+
+def secret_lines(*secrets):
+    return "".join(f"ProxyBeaconSecret {s}\n" for s in secrets)
+
+
+def proxy(httpd_factory, *secrets, extra=""):
+    udp = free_port()
+    h = httpd_factory(tail_config=extra + receiver_config(udp, secret=None)
+                      + secret_lines(*secrets))
+    h.proxypass_config = "ProxyPass /beacon-status !\n" + h.proxypass_config
+    start_receiver(h)
+    return h, udp
+
+
+def test_a_secret_file_readable_by_root_only_works(httpd_factory, backend_factory, workdir):
+    path = workdir / "beacon.secret"
+    path.write_text(NEW + "\n")
+    path.chmod(0o600)
+    h, udp = proxy(httpd_factory, f"file:{path}")
+    b = backend_factory("b")
+    Announcer(udp, secret=NEW).announce(b.url)
+    wait_member(h, b.url)
+    assert "readable by every user" not in h.error_log()
+
+
+def test_a_world_readable_secret_file_is_warned_about(httpd_factory, workdir):
+    path = workdir / "beacon.secret"
+    path.write_text("a-long-random-shared-cluster-secret")  # no newline: fine too
+    path.chmod(0o644)
+    h = httpd_factory(tail_config=receiver_config(5555, secret=f"file:{path}"))
+    rc, out = h.check_config()
+    assert rc == 0, out
+    assert "BCN00081: ProxyBeaconSecret: %s is readable by every user" % path in out
+
+
+@pytest.mark.parametrize("secret,message", [
+    ("file:/nonexistent/beacon.secret", "ProxyBeaconSecret: cannot read /nonexistent/beacon.secret"),
+    ("file:", "ProxyBeaconSecret: file: needs a path"),
+])
+def test_an_unreadable_secret_file_fails_apache2_t(httpd_factory, secret, message):
+    h = httpd_factory(tail_config=receiver_config(5555, secret=secret))
+    rc, out = h.check_config()
+    assert rc != 0 and message in out, out
+
+
+def test_a_short_secret_in_a_file_fails_without_showing_it(httpd_factory, workdir):
+    path = workdir / "beacon.secret"
+    path.write_text("short-secret\n")
+    path.chmod(0o600)
+    h = httpd_factory(tail_config=receiver_config(5555, secret=f"file:{path}"))
+    rc, out = h.check_config()
+    assert rc != 0 and "at least 16 bytes" in out
+    assert "short-secret" not in out
+
+
+def test_five_secrets_are_one_too_many(httpd_factory):
+    h = httpd_factory(tail_config=receiver_config(5555, secret=None)
+                      + secret_lines(*[f"hex:{i:032x}" for i in range(5)]))
+    rc, out = h.check_config()
+    assert rc != 0 and "ProxyBeaconSecret: at most 4 per server" in out, out
+
+
+def test_rotation_accepts_old_and_new_and_the_sender_signs_with_the_first(
+        httpd_factory, backend_factory):
+    """Step 1 of a rotation: proxies accept both keys; step 2: senders
+    sign with the new one; step 3 (not shown): proxies drop the old one."""
+    h, udp = proxy(httpd_factory, OLD, NEW, extra=STATUS_PAGE)
+    a, b = backend_factory("a"), backend_factory("b")
+    Announcer(udp, secret=OLD).announce(a.url)
+    Announcer(udp, secret=NEW).announce(b.url)
+    wait_member(h, a.url)
+    wait_member(h, b.url)
+
+    only_new, udp2 = proxy(httpd_factory, NEW)
+    sender = sender_httpd(httpd_factory, [f"127.0.0.1:{udp2}"])
+    sender.tail_config = re.sub(r"ProxyBeaconSecret \S+\n", "", sender.tail_config)
+    sender.tail_config += secret_lines(NEW, OLD)
+    sender.start()
+    wait_member(only_new, f"http://127.0.0.1:{sender.port}")
+
+    # The key material shows nowhere: logs, status page, JSON.
+    page = h.get("/beacon-status")[1] + h.get("/beacon-status?json")[1]
+    for server in (h, only_new, sender):
+        text = server.error_log()
+        for secret in (OLD, NEW):
+            assert secret[4:] not in text and secret[4:] not in page
+
+
+def test_forged_datagrams_force_at_most_one_log_line_per_period(httpd_factory):
+    """However many forgeries arrive, a peer gets one line per reason per 10 s."""
+    h, udp = proxy(httpd_factory, NEW)
+    forged = bw.sign([("url", "http://127.0.0.1:9"), ("ts", bw.now_usec())], OLD)
+    for _ in range(2000):
+        bw.send(forged, ("127.0.0.1", udp))
+    h.wait_log(r"dropped datagram from [^:]+:\d+: mac mismatch")
+    bw.send(b"not a beacon", ("127.0.0.1", udp))
+    h.wait_log(r"bad frame")
+    lines = [l for l in h.error_log().splitlines() if "mac mismatch" in l]
+    assert len(lines) == 1, lines
