@@ -26,6 +26,16 @@ def test_three_backends_join_and_all_receive_requests(httpd_factory, backend_fac
     assert sorted(w["name"] for w in h.balancer_members()) == sorted(b.url for b in backends)
 
 
+def test_under_prefork_backends_join_and_receive_requests(httpd_factory, backend_factory):
+    h, ann = make_proxy(httpd_factory, mpm="prefork")
+    backends = [backend_factory(f"p{i}") for i in range(2)]
+    for b in backends:
+        ann.announce(b.url)
+    for b in backends:
+        wait_member(h, b.url)
+    fetch_until_each_answers(h, [b.name for b in backends])
+
+
 def test_equal_forms_of_an_origin_are_one_member(httpd_factory, backend_factory):
     h, ann = make_proxy(httpd_factory)
     b = backend_factory("b")

@@ -175,7 +175,7 @@ def children_cpu_seconds(h):
 
 
 def test_a_flood_of_forged_datagrams_starves_neither_members_nor_clients(
-        httpd_factory, backend_factory):
+        httpd_factory, backend_factory, capsys):
     udp = free_port()
     h = httpd_factory(tail_config=receiver_config(udp, timeout="2"))
     start_receiver(h)
@@ -197,9 +197,10 @@ def test_a_flood_of_forged_datagrams_starves_neither_members_nor_clients(
         assert enabled(h.worker(b.url)), "the announcing member stays enabled"
     cpu = children_cpu_seconds(h) - cpu_before
     total = client.ok + client.failed
-    print(f"\nflood: {count} forged datagrams in {elapsed:.2f} s "
-          f"({count / elapsed:,.0f}/s); children CPU {cpu:.2f} s; "
-          f"client {client.ok}/{total} ok")
+    with capsys.disabled():  # the figures belong in the test run's output
+        print(f"\nflood: {count} forged datagrams in {elapsed:.2f} s "
+              f"({count / elapsed:,.0f}/s); children CPU {cpu:.2f} s; "
+              f"client {client.ok}/{total} ok")
     assert client.ok >= 0.99 * total, client.statuses
     assert "evicted backend" not in h.error_log()
     lines = [l for l in h.error_log().splitlines() if "mac mismatch" in l]

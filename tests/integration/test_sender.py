@@ -2,7 +2,10 @@
 """The module as sender: a backend apache2 with four lines of config joins
 the proxies it names, and leaves rotation the moment it stops."""
 
+import signal
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +80,28 @@ def test_a_sender_without_advertise_says_it_sends_heartbeats_only(httpd_factory)
     proxy.wait_log(r"BCN00041: 127\.0\.0\.1:%d: heartbeat without url from host=\S+ "
                    r"pid=\d+" % ann.addr[1])
     assert proxy.balancer_members() == []
+
+
+BEACONCTL = Path(__file__).resolve().parents[2] / "build" / "beaconctl"
+
+
+@pytest.mark.skipif(not BEACONCTL.exists(), reason="build/beaconctl is not built")
+def test_beaconctl_send_joins_and_leaves_like_a_module_sender(httpd_factory,
+                                                              backend_factory, workdir):
+    proxy, ann = make_proxy(httpd_factory)
+    b = backend_factory("cli")
+    secret = workdir / "secret"
+    secret.write_text(SECRET + "\n")
+    secret.chmod(0o600)
+    sender = subprocess.Popen([str(BEACONCTL), "send", "--to", f"127.0.0.1:{ann.addr[1]}",
+                               "--url", b.url, "--interval", "0.5",
+                               "--secret-file", str(secret)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_member(proxy, b.url)
+        assert proxy.get("/") == (200, "cli")
+    finally:
+        sender.send_signal(signal.SIGTERM)
+        assert sender.wait(10) == 0, sender.stderr.read()
+    proxy.wait_log(r"backend leaving %s" % b.url)
+    assert not enabled(proxy.worker(b.url))
