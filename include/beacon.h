@@ -68,6 +68,9 @@ typedef struct {
     const char *state; /* e.g. "leaving", or NULL to omit */
 } beacon_announcement_t;
 
+/* Whether v can be a field's value: non-empty, printable ASCII, no space. */
+int beacon_value_is_valid(const char *v);
+
 /*
  * Writes the signed datagram for a into buf (NUL-terminated) in the wire
  * order url, host, pid, seq, ts, state, mac. Returns its length, or -1 when

@@ -72,7 +72,7 @@ static void put(writer_t *w, const char *s, apr_size_t n)
     w->len += n;
 }
 
-static int value_is_valid(const char *v)
+int beacon_value_is_valid(const char *v)
 {
     if (*v == '\0') {
         return 0;
@@ -87,7 +87,7 @@ static int value_is_valid(const char *v)
 
 static int put_field(writer_t *w, const char *key, const char *value)
 {
-    if (!value_is_valid(value)) {
+    if (!beacon_value_is_valid(value)) {
         return 0;
     }
     put(w, " ", 1);

@@ -58,19 +58,25 @@ static const char *cmd_name; /* the running command, for messages */
 static void fail(int status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 
-static void fail(int status, const char *fmt, ...)
+static void vwarn(const char *fmt, va_list ap)
 {
-    va_list ap;
-
     fflush(stdout);
     fputs("beaconctl: ", stderr);
     if (cmd_name) {
         fprintf(stderr, "%s: ", cmd_name);
     }
-    va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
-    va_end(ap);
     fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static void fail(int status, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vwarn(fmt, ap);
+    va_end(ap);
     exit(status);
 }
 
@@ -81,15 +87,9 @@ static void warn(const char *fmt, ...)
 {
     va_list ap;
 
-    fputs("beaconctl: ", stderr);
-    if (cmd_name) {
-        fprintf(stderr, "%s: ", cmd_name);
-    }
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vwarn(fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    fflush(stderr);
 }
 
 static const char *errstr(apr_status_t rv, char *buf, apr_size_t size)
@@ -128,20 +128,6 @@ static void put_escaped(const char *p, apr_size_t len, apr_size_t max)
     if (len > max) {
         fputs("...", stdout);
     }
-}
-
-/* Whether v is fit for a datagram field: non-empty, printable, no space. */
-static int field_value_ok(const char *v)
-{
-    if (*v == '\0') {
-        return 0;
-    }
-    for (; *v; v++) {
-        if (*v <= ' ' || *v > '~') {
-            return 0;
-        }
-    }
-    return 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -873,7 +859,7 @@ static int announce(sender_t *s, const char *state, apr_pool_t *tick)
 
 static void check_field(const char *option, const char *value)
 {
-    if (!field_value_ok(value)) {
+    if (!beacon_value_is_valid(value)) {
         fail(EXIT_USAGE, "--%s: must be non-empty printable ASCII without "
              "spaces", option);
     }
@@ -980,7 +966,7 @@ static int run_send(apr_pool_t *p, const command_t *cmd, int argc,
         s.a.host = host;
     }
     else if (apr_gethostname(hostname, sizeof(hostname), p) == APR_SUCCESS &&
-             field_value_ok(hostname)) {
+             beacon_value_is_valid(hostname)) {
         s.a.host = hostname;
     }
     /* else: host= is informational; leave it out */
