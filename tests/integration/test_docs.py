@@ -1,0 +1,747 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""The documentation against the code: no httpd needed.
+
+(a) Directives: every directive of the module's command_rec table has a
+    row in README.md's Directives table and a <directivesynopsis> in
+    docs/mod_proxy_beacon.xml, and neither documents a directive the
+    module does not have. The XML's syntax, default and contexts agree
+    with the README row and the command_rec entry.
+(b) Log lines: every message the module tags with BCNLOGNO(nnnnn) in
+    src/*.c, and every drop reason of lib/beacon_wire.c except "ok", is
+    named in README.md's Troubleshooting section. The fragment looked
+    for is the message's leading literal text (see message_fragments()).
+(c) Tags: every BCN tag is used at exactly one call site, every log call
+    at DEBUG or above carries one, and the docs cite no tag that does not
+    exist.
+(d) The README's wire-format test vectors equal the design's
+    (../shared/design/wire-format.md from the repository root).
+
+Every check is a function that returns a list of problems, and each is
+also run on a mutated copy of the real text (a README without one row, a
+C file with a reused tag, ...) to show that it can fail.
+"""
+
+import functools
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter, namedtuple
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+DOC_XML = REPO / "docs" / "mod_proxy_beacon.xml"
+MODULE_C = REPO / "src" / "mod_proxy_beacon.c"
+WIRE_C = REPO / "lib" / "beacon_wire.c"
+DESIGN_WIRE = REPO / ".." / "shared" / "design" / "wire-format.md"
+
+
+def read(path):
+    return Path(path).read_text(encoding="utf-8")
+
+
+def adapter_sources():
+    """{name: text} of the module's C files, where the log calls are."""
+    return {p.name: read(p) for p in sorted((REPO / "src").glob("*.c"))}
+
+
+# ---------------------------------------------------------------------------
+# A little C: comments, tokens, string literals, calls, functions
+
+_COMMENT_OR_LITERAL = re.compile(
+    r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*', re.S)
+
+
+def strip_comments(src):
+    """src with every comment blanked (same length, newlines kept), so that
+    a BCNLOGNO in a comment is no call site and offsets still match."""
+    def blank(m):
+        text = m.group(0)
+        return re.sub(r"[^\n]", " ", text) if text.startswith("/") else text
+    return _COMMENT_OR_LITERAL.sub(blank, src)
+
+
+_TOKEN = re.compile(r'''
+    (?P<ws>\s+)
+  | (?P<str>"(?:\\.|[^"\\\n])*")
+  | (?P<chr>'(?:\\.|[^'\\\n])*')
+  | (?P<ident>[A-Za-z_]\w*)
+  | (?P<num>\d[\w.]*)
+  | (?P<op>->|<<|>>|<=|>=|==|!=|&&|\|\||.)
+''', re.X | re.S)
+
+Token = namedtuple("Token", "kind text start")
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"',
+            "'": "'", "?": "?", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+
+
+def c_string_value(literal):
+    """The value of a C string literal token ("a\\"b" -> a"b)."""
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)),
+                  literal[1:-1])
+
+
+def tokens(src, pos=0):
+    """C tokens of src from pos on, whitespace skipped (comments must have
+    been stripped)."""
+    for m in _TOKEN.finditer(src, pos):
+        if m.lastgroup != "ws":
+            yield Token(m.lastgroup, m.group(0), m.start())
+
+
+def split_args(toks):
+    """Tokens of a parenthesised list, its '(' consumed: the list of
+    arguments (each a list of tokens), up to the matching ')'."""
+    args, cur, depth = [], [], 0
+    for tok in toks:
+        if tok.text in "([{" and tok.kind == "op":
+            depth += 1
+        elif tok.text in ")]}" and tok.kind == "op":
+            if depth == 0:
+                if cur:
+                    args.append(cur)
+                return args
+            depth -= 1
+        elif tok.text == "," and depth == 0:
+            args.append(cur)
+            cur = []
+            continue
+        cur.append(tok)
+    raise ValueError("unbalanced parentheses")
+
+
+def literal_value(expr):
+    """The value of an expression made only of adjacent string literals
+    (in parentheses or not), or None."""
+    while len(expr) >= 2 and expr[0].text == "(" and expr[-1].text == ")":
+        expr = expr[1:-1]
+    if expr and all(t.kind == "str" for t in expr):
+        return "".join(c_string_value(t.text) for t in expr)
+    return None
+
+
+_FUNC_DEF = re.compile(
+    r"^[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*\(([^;{}]*?)\)\s*\{", re.M)
+
+Function = namedtuple("Function", "name params start body_start body_end")
+
+
+def functions(src):
+    """Top-level function definitions of (comment-stripped) src."""
+    found = []
+    for m in _FUNC_DEF.finditer(src):
+        if m.group(1) in ("if", "for", "while", "switch", "return"):
+            continue
+        params = []
+        for p in m.group(2).split(","):
+            names = re.findall(r"[A-Za-z_]\w*", p)
+            if names and names != ["void"]:
+                params.append(names[-1])
+        depth = 0
+        for tok in tokens(src, m.end() - 1):
+            if tok.kind == "op" and tok.text == "{":
+                depth += 1
+            elif tok.kind == "op" and tok.text == "}":
+                depth -= 1
+                if depth == 0:
+                    found.append(Function(m.group(1), params, m.start(),
+                                          m.end(), tok.start))
+                    break
+    return found
+
+
+def enclosing_function(funcs, pos):
+    for f in funcs:
+        if f.body_start <= pos <= f.body_end:
+            return f
+    return None
+
+
+def calls_of(src, funcs, name):
+    """The argument lists of every call of name() in src (comment-stripped):
+    the uses inside function bodies, so not its definition or a prototype."""
+    out = []
+    for m in re.finditer(r"\b%s\s*\(" % re.escape(name), src):
+        if enclosing_function(funcs, m.start()) is not None:
+            out.append((m.start(), split_args(tokens(src, m.end()))))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Log call sites and what they print
+
+CallSite = namedtuple("CallSite", "file line tag level items args func")
+
+# A printf conversion, APR's %pm & co included. "\x01" stands for a macro
+# such as APR_TIME_T_FMT inside the format.
+_CONVERSION = re.compile(
+    r"%(?:\x01|[-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?"
+    r"(?:hh|h|ll|l|j|z|t|L)?(?:p[A-Za-z]?|[diouxXeEfFgGaAcsn]))")
+
+
+def format_items(fmt):
+    """[("lit", text) | ("conv", spec)] of a format string; "%%" is text."""
+    items, pos = [], 0
+    for m in re.finditer(r"%%|" + _CONVERSION.pattern + r"|\x01", fmt):
+        if m.start() > pos:
+            items.append(("lit", fmt[pos:m.start()]))
+        if m.group(0) == "%%":
+            items.append(("lit", "%"))
+        else:
+            items.append(("conv", m.group(0)))
+        pos = m.end()
+    if pos < len(fmt):
+        items.append(("lit", fmt[pos:]))
+    merged = []
+    for kind, text in items:
+        if merged and kind == "lit" and merged[-1][0] == "lit":
+            merged[-1] = ("lit", merged[-1][1] + text)
+        else:
+            merged.append((kind, text))
+    return merged
+
+
+def log_call_sites(sources):
+    """Every BCNLOGNO(nnnnn) use in {name: C source}: its tag, the log
+    level of the call it sits in, the format after it (as format_items) and
+    the arguments that follow the format."""
+    sites = []
+    for name, raw in sources.items():
+        src, funcs = parsed(raw)
+        for m in re.finditer(r"\bBCNLOGNO\s*\(\s*(\d+)\s*\)", src):
+            toks = tokens(src, m.end())
+            fmt, args = "", []
+            for tok in toks:
+                if tok.kind == "str":
+                    fmt += c_string_value(tok.text)
+                elif tok.kind == "ident":
+                    fmt += "\x01"
+                elif tok.text == ",":
+                    args = split_args(toks)
+                    break
+                else:
+                    break
+            call_start = src.rfind("ap_log_", 0, m.start())
+            level = re.match(r"ap_log_\w+\s*\(\s*APLOG_MARK\s*,\s*(\w+)",
+                             src[call_start:]) if call_start >= 0 else None
+            sites.append(CallSite(
+                name, src.count("\n", 0, m.start()) + 1, m.group(1),
+                level.group(1) if level else None, format_items(fmt), args,
+                enclosing_function(funcs, m.start())))
+    return sites
+
+
+def resolve_literals(expr, src, func, funcs, depth=0):
+    """The string literals an argument can take, when that can be read off
+    the source: a literal; cond ? literal : literal; a parameter of the
+    enclosing function that every caller in the same file passes as a
+    literal; a local variable assigned literals, or the literals returned
+    by a function of the same file it is assigned from. None otherwise."""
+    if depth > 3 or not expr:
+        return None
+    value = literal_value(expr)
+    if value is not None:
+        return [value]
+    level, qmark, colon = 0, None, None
+    for i, tok in enumerate(expr):
+        if tok.text in "([{" and tok.kind == "op":
+            level += 1
+        elif tok.text in ")]}" and tok.kind == "op":
+            level -= 1
+        elif level == 0 and tok.text == "?" and qmark is None:
+            qmark = i
+        elif level == 0 and tok.text == ":" and qmark is not None:
+            colon = i
+            break
+    if qmark is not None and colon is not None:
+        a = resolve_literals(expr[qmark + 1:colon], src, func, funcs, depth + 1)
+        b = resolve_literals(expr[colon + 1:], src, func, funcs, depth + 1)
+        return a + b if a and b else None
+    if len(expr) != 1 or expr[0].kind != "ident" or func is None:
+        return None
+    name = expr[0].text
+    if name in func.params:
+        index = func.params.index(name)
+        found = []
+        for pos, args in calls_of(src, funcs, func.name):
+            caller = enclosing_function(funcs, pos)
+            got = resolve_literals(args[index], src, caller, funcs, depth + 1) \
+                if index < len(args) else None
+            if not got:
+                return None
+            found += got
+        return found or None
+    found = []
+    body = src[func.body_start:func.body_end]
+    for m in re.finditer(r"\b%s\s*=(?!=)" % re.escape(name), body):
+        rhs = []
+        for tok in tokens(body, m.end()):
+            if tok.text == ";":
+                break
+            rhs.append(tok)
+        value = literal_value(rhs)
+        if value is not None:
+            found.append(value)
+        elif len(rhs) >= 2 and rhs[0].kind == "ident" and rhs[1].text == "(":
+            callee = next((f for f in funcs if f.name == rhs[0].text), None)
+            if callee:
+                cbody = src[callee.body_start:callee.body_end]
+                for r in re.finditer(r"\breturn\b", cbody):
+                    ret = []
+                    for tok in tokens(cbody, r.end()):
+                        if tok.text == ";":
+                            break
+                        ret.append(tok)
+                    value = literal_value(ret)
+                    if value is not None:
+                        found.append(value)
+    return found or None
+
+
+CLAUSE_BREAKS = (": ", "; ", " (")
+
+
+def clip(text):
+    """A literal run as the README quotes it: without leading punctuation,
+    up to the first clause break (": ", "; ", " ("), where the message goes
+    on with detail."""
+    text = re.sub(r"^[^\w'\"]+", "", text)
+    cut = min([i for i in (text.find(b) for b in CLAUSE_BREAKS) if i >= 0]
+              + [len(text)])
+    return text[:cut].rstrip(" :;,.")
+
+
+def words(text):
+    return len([w for w in text.split() if re.search(r"[A-Za-z]", w)])
+
+
+def message_fragments(items, resolve=lambda index: None):
+    """The fragments of one message that the README must quote.
+
+    The rule: skip a leading "%s: " (the receiver's label); a message that
+    starts with text gives that text up to its first conversion, clipped
+    at a clause break (clip()); when that is a lone word ("balancer://",
+    "ProxyBeaconTimeout"), also the first later literal run of 3+ words,
+    if there is one. A message that starts with a conversion gives, when the
+    argument's possible values are string literals (resolve(index) returns
+    them), each value followed by the text up to the next conversion;
+    otherwise its first literal run of 3+ words. [] when nothing fits:
+    the caller reports that, so such a message needs a look."""
+    items = list(items)
+    arg = 0
+    if (len(items) >= 2 and items[0] == ("conv", "%s") and items[1][0] == "lit"
+            and items[1][1].startswith(": ")):
+        rest = items[1][1][2:]
+        items = ([("lit", rest)] if rest else []) + items[2:]
+        arg = 1
+
+    def first_run(candidates):
+        for kind, text in candidates:
+            if kind == "lit" and words(clip(text)) >= 3:
+                return clip(text)
+        return None
+
+    if not items:
+        return []
+    if items[0][0] == "lit":
+        lead = clip(items[0][1])
+        if words(lead) >= 2:
+            return [lead]
+        run = first_run(items[1:])
+        return [f for f in (lead, run) if f]
+    values = resolve(arg)
+    if values:
+        tail = items[1][1] if len(items) > 1 and items[1][0] == "lit" else ""
+        return [clip(v + tail) for v in values]
+    run = first_run(items)
+    return [run] if run else []
+
+
+@functools.lru_cache(maxsize=None)
+def parsed(raw):
+    """(comment-stripped source, its functions), once per text."""
+    src = strip_comments(raw)
+    return src, functions(src)
+
+
+def site_fragments(site, sources):
+    src, funcs = parsed(sources[site.file])
+
+    def resolve(index):
+        if index >= len(site.args):
+            return None
+        return resolve_literals(site.args[index], src, site.func, funcs)
+    return message_fragments(site.items, resolve)
+
+
+def drop_reasons(wire_c):
+    """The reasons table of lib/beacon_wire.c: {enum: log fragment}."""
+    return dict(re.findall(r'\[\s*(BEACON_\w+)\s*\]\s*=\s*\{\s*"((?:\\.|[^"\\])*)"',
+                           strip_comments(wire_c)))
+
+
+# ---------------------------------------------------------------------------
+# The README and the XML
+
+def md_section(text, title):
+    """The body of the "## title" section of a Markdown text ("" if none)."""
+    m = re.search(r"^##[ \t]+%s[ \t]*\n(.*?)(?=^##[ \t]|\Z)" % re.escape(title),
+                  text, re.M | re.S)
+    return m.group(1) if m else ""
+
+
+def normalized(text):
+    return re.sub(r"\s+", " ", text.replace("`", ""))
+
+
+def readme_directives(readme):
+    """{name: (syntax, default)} from the README's Directives table."""
+    rows = {}
+    for line in md_section(readme, "Directives").splitlines():
+        m = re.match(r"\|\s*`((ProxyBeacon\w+)[^`]*)`\s*\|\s*([^|]*?)\s*\|", line)
+        if m:
+            rows[m.group(2)] = (m.group(1).strip(), m.group(3).strip("` "))
+    return rows
+
+
+def command_directives(module_c):
+    """{name: context} of the AP_INIT_* entries of the command_rec table."""
+    return dict(re.findall(
+        r'\bAP_INIT_\w+\s*\(\s*"([^"]+)"\s*,\s*[^,]+,\s*[^,]+,\s*([\w|\s]+?)\s*,',
+        strip_comments(module_c)))
+
+
+def xml_directives(xml_text):
+    """{name: (syntax, default or None, [contexts])} of the XML's
+    <directivesynopsis> blocks."""
+    root = ET.fromstring(xml_text)
+    out = {}
+    for ds in root.iter("directivesynopsis"):
+        def text(tag):
+            el = ds.find(tag)
+            return None if el is None else " ".join("".join(el.itertext()).split())
+        out[text("name")] = (text("syntax"), text("default"),
+                             [c.text.strip() for c in ds.iter("context")])
+    return out
+
+
+# What httpd's manual calls the contexts of a command_rec's req_override.
+CONTEXTS = {"RSRC_CONF": ["server config", "virtual host"]}
+NO_DEFAULT = ("none", "required", "")
+
+
+def check_directives(module_c, readme, xml_text):
+    code = command_directives(module_c)
+    rows = readme_directives(readme)
+    docs = xml_directives(xml_text)
+    problems = []
+    if not code:
+        problems.append("no AP_INIT_* entry found in the command_rec table")
+    for name in sorted(set(code) - set(rows)):
+        problems.append(f"{name}: in the command_rec table, no row in README.md's Directives table")
+    for name in sorted(set(code) - set(docs)):
+        problems.append(f"{name}: in the command_rec table, no <directivesynopsis> in "
+                        "docs/mod_proxy_beacon.xml")
+    for name in sorted(set(rows) - set(code)):
+        problems.append(f"{name}: documented in README.md, but the module has no such directive")
+    for name in sorted(set(docs) - set(code)):
+        problems.append(f"{name}: documented in docs/mod_proxy_beacon.xml, but the module "
+                        "has no such directive")
+    for name in sorted(set(code) & set(docs)):
+        syntax, default, contexts = docs[name]
+        want = CONTEXTS.get(code[name].strip())
+        if want is None:
+            problems.append(f"{name}: context {code[name]} has no manual name in this test yet")
+        elif contexts != want:
+            problems.append(f"{name}: XML contexts {contexts}, command_rec says {want}")
+        if name in rows:
+            row_syntax, row_default = rows[name]
+            if syntax != row_syntax:
+                problems.append(f"{name}: XML syntax '{syntax}' differs from README '{row_syntax}'")
+            want_default = None if row_default.lower() in NO_DEFAULT else f"{name} {row_default}"
+            if default != want_default:
+                problems.append(f"{name}: XML default {default!r}, README's table says {row_default!r}")
+    return problems
+
+
+def check_log_fragments(sources, wire_c, readme):
+    """Every tagged message's fragments, and every drop reason, in the
+    README's Troubleshooting section."""
+    section = normalized(md_section(readme, "Troubleshooting"))
+    problems = []
+    if not section.strip():
+        return ["README.md has no '## Troubleshooting' section"]
+    for site in log_call_sites(sources):
+        frags = list(dict.fromkeys(site_fragments(site, sources)))
+        if not frags:
+            problems.append(f"BCN{site.tag} ({site.file}:{site.line}): no literal text to look "
+                            "for; give the message a fixed lead, or teach this test")
+        for frag in frags:
+            if normalized(frag) not in section:
+                problems.append(f"BCN{site.tag} ({site.file}:{site.line}): "
+                                f"'{frag}' is not in README.md's Troubleshooting")
+    reasons = drop_reasons(wire_c)
+    if len(reasons) < 2:
+        problems.append("no reasons table found in lib/beacon_wire.c")
+    for enum, frag in sorted(reasons.items()):
+        if frag != "ok" and normalized(frag) not in section:
+            problems.append(f"drop reason {enum}: '{frag}' is not in README.md's Troubleshooting")
+    return problems
+
+
+_LEVEL_TAGGED = ("APLOG_EMERG", "APLOG_ALERT", "APLOG_CRIT", "APLOG_ERR",
+                 "APLOG_WARNING", "APLOG_NOTICE", "APLOG_INFO", "APLOG_DEBUG")
+
+
+def check_tags(sources, doc_texts):
+    """One call site per tag; a tag on every log call at DEBUG or above;
+    no tag cited in doc_texts ({name: text}) that the code lacks."""
+    problems = []
+    sites = log_call_sites(sources)
+    counts = Counter(s.tag for s in sites)
+    for tag, n in sorted(counts.items()):
+        if n > 1:
+            where = ", ".join(f"{s.file}:{s.line}" for s in sites if s.tag == tag)
+            problems.append(f"BCN{tag} is used at {n} call sites: {where}")
+    for s in sites:
+        if not re.fullmatch(r"\d{5}", s.tag):
+            problems.append(f"BCN{s.tag} ({s.file}:{s.line}): a tag is five digits")
+    for name, raw in sources.items():
+        src = strip_comments(raw)
+        for m in re.finditer(r"\bap_log_(?:error|perror|rerror|cerror)\s*\(", src):
+            args = split_args(tokens(src, m.end()))
+            level = args[1][0].text if len(args) > 1 and args[1] else ""
+            if level in _LEVEL_TAGGED and not any(
+                    t.text == "BCNLOGNO" for arg in args for t in arg):
+                problems.append(f"{name}:{src.count(chr(10), 0, m.start()) + 1}: "
+                                f"a log call at {level} without a BCNLOGNO tag")
+    for doc, text in doc_texts.items():
+        for tag in sorted(set(re.findall(r"\bBCN(\d{5})\b", text)) - set(counts)):
+            problems.append(f"{doc} cites BCN{tag}, which no call site uses")
+    return problems
+
+
+# ---------------------------------------------------------------------------
+# Wire-format test vectors
+
+_VECTOR_ITEM = re.compile(
+    r"^[ \t]*(?P<datagram>BEACON [^\n]*?)[ \t]*$"
+    r"|(?P<key>hex:[0-9A-Fa-f]{32})"
+    r"|[Pp]assphrase\s+`(?P<passphrase>[^`]+)`"
+    r"|`(?P<keybytes>[0-9a-f]{32})`"
+    r"|`(?P<tag>[0-9a-f]{16})`", re.M)
+
+
+def vector_part(text):
+    """The test-vector part of a text: from a "Test vectors" line or
+    heading to the next "## " heading."""
+    m = re.search(r"^(?:##+[ \t]+)?Test vectors\b(.*?)(?=^##[ \t]|\Z)", text, re.M | re.S)
+    return m.group(0) if m else ""
+
+
+def wire_vectors(text):
+    """[(kind, value)] in order: datagrams, keys, passphrases, key bytes and
+    SipHash tags of the test-vector part."""
+    return [(m.lastgroup, m.group(m.lastgroup))
+            for m in _VECTOR_ITEM.finditer(vector_part(text))]
+
+
+def check_vectors(readme, design):
+    ours, theirs = wire_vectors(readme), wire_vectors(design)
+    if not theirs:
+        return ["the design's wire-format.md has no test vectors (its format changed?)"]
+    if not ours:
+        return ["README.md has no 'Test vectors' part"]
+    problems = []
+    for item in theirs:
+        if item not in ours:
+            problems.append(f"README.md lacks the design's {item[0]} {item[1]}")
+    for item in ours:
+        if item not in theirs:
+            problems.append(f"README.md has {item[0]} {item[1]}, which the design does not")
+    if not problems and ours != theirs:
+        problems.append(f"README.md's vectors are in another order: {ours} vs {theirs}")
+    return problems
+
+
+# ---------------------------------------------------------------------------
+# The checks on the real files
+
+def test_directives_are_documented_in_readme_and_xml_and_nothing_more():
+    problems = check_directives(read(MODULE_C), read(README), read(DOC_XML))
+    assert not problems, "\n".join(problems)
+
+
+def test_every_log_fragment_and_drop_reason_is_in_troubleshooting():
+    problems = check_log_fragments(adapter_sources(), read(WIRE_C), read(README))
+    assert not problems, "\n".join(problems)
+
+
+def test_every_tag_has_exactly_one_call_site():
+    problems = check_tags(adapter_sources(),
+                          {"README.md": read(README), "docs/mod_proxy_beacon.xml": read(DOC_XML)})
+    assert not problems, "\n".join(problems)
+
+
+def test_readme_vectors_equal_the_design():
+    if not DESIGN_WIRE.is_file():
+        pytest.skip(f"{DESIGN_WIRE} is absent: cannot compare the README's test "
+                    "vectors with the design")
+    problems = check_vectors(read(README), read(DESIGN_WIRE))
+    assert not problems, "\n".join(problems)
+
+
+def test_xml_is_a_modulesynopsis():
+    root = ET.fromstring(read(DOC_XML))
+    assert root.tag == "modulesynopsis"
+    assert root.get("metafile") == "mod_proxy_beacon.xml.meta"
+    order = [el.tag for el in root]
+    head = ["name", "description", "status", "sourcefile", "identifier"]
+    assert order[:len(head)] == head, order
+    assert root.findtext("name") == "mod_proxy_beacon"
+    assert root.findtext("status") == "External"
+    assert root.findtext("identifier") == "proxy_beacon_module"
+    assert (REPO / "src" / root.findtext("sourcefile")).is_file()
+    names = [ds.findtext("name") for ds in root.iter("directivesynopsis")]
+    assert names == sorted(names), "directives in alphabetical order, as in httpd's manual"
+    assert root.find("section[@id='status']") is not None, "a section on the beacon-status handler"
+
+
+# ---------------------------------------------------------------------------
+# The checks can fail: each on a mutated copy of the real text
+
+def without_line(text, needle):
+    lines = text.splitlines(keepends=True)
+    kept = [ln for ln in lines if needle not in ln]
+    assert len(kept) == len(lines) - 1, f"expected one line with {needle!r}"
+    return "".join(kept)
+
+
+def test_self_check_a_missing_readme_row_is_found():
+    readme = without_line(read(README), "| `ProxyBeaconMaxSkew")
+    problems = check_directives(read(MODULE_C), readme, read(DOC_XML))
+    assert any(p.startswith("ProxyBeaconMaxSkew: in the command_rec table, no row in README")
+               for p in problems), problems
+
+
+def test_self_check_a_directive_the_module_lacks_is_found():
+    xml = read(DOC_XML).replace(
+        "</modulesynopsis>",
+        "<directivesynopsis><name>ProxyBeaconNoSuch</name></directivesynopsis>"
+        "</modulesynopsis>")
+    readme = read(README).replace(
+        "| `ProxyBeaconInterval", "| `ProxyBeaconGhost x` | none | x |\n| `ProxyBeaconInterval")
+    problems = check_directives(read(MODULE_C), readme, xml)
+    assert "ProxyBeaconNoSuch: documented in docs/mod_proxy_beacon.xml, but the module " \
+           "has no such directive" in problems
+    assert "ProxyBeaconGhost: documented in README.md, but the module has no such " \
+           "directive" in problems
+
+
+def test_self_check_a_missing_synopsis_and_a_wrong_default_are_found():
+    module_c = read(MODULE_C).replace(
+        'AP_INIT_TAKE1("ProxyBeaconInterval"',
+        'AP_INIT_TAKE1("ProxyBeaconNew", NULL, NULL, RSRC_CONF, ""),\n'
+        '    AP_INIT_TAKE1("ProxyBeaconInterval"')
+    xml = read(DOC_XML).replace("<default>ProxyBeaconInterval 5</default>",
+                                "<default>ProxyBeaconInterval 10</default>")
+    problems = check_directives(module_c, read(README), xml)
+    assert "ProxyBeaconNew: in the command_rec table, no <directivesynopsis> in " \
+           "docs/mod_proxy_beacon.xml" in problems
+    assert any(p.startswith("ProxyBeaconInterval: XML default") for p in problems), problems
+
+
+def test_self_check_missing_troubleshooting_rows_are_found():
+    readme = without_line(read(README), "| `... mac mismatch`")
+    readme = without_line(readme, "| `evicted backend URL`")
+    problems = check_log_fragments(adapter_sources(), read(WIRE_C), readme)
+    assert any("'mac mismatch' is not in" in p for p in problems), problems
+    assert any("'evicted backend' is not in" in p for p in problems), problems
+
+
+SYNTHETIC_C = r'''
+static void set_state(server_rec *s, const char *url, const char *what)
+{
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, BCNLOGNO(00901)
+                 "%s member %s", what, url);
+}
+
+static const char *problem_of(int n)
+{
+    if (n) {
+        return "the widget is "
+               "broken: replace it";
+    }
+    return NULL;
+}
+
+static void run(server_rec *s, struct x *r, int n)
+{
+    const char *problem = NULL;
+
+    set_state(s, r->url, "parked");
+    set_state(s, r->url, n ? "woken" : "kept");
+    if (n > 1) {
+        problem = "too many frobs";
+    }
+    else {
+        problem = problem_of(n);
+    }
+    /* a comment: BCNLOGNO(00999) "is not a call site" */
+    ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, BCNLOGNO(00902)
+                 "%s: dropped frob from %s", r->label, r->peer);
+    ap_log_error(APLOG_MARK, APLOG_EMERG, 0, s, BCNLOGNO(00903) "%s (%s)",
+                 problem, r->where);
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, BCNLOGNO(00904)
+                 "Frob %" APR_TIME_T_FMT " ms is shorter than a frob (about 10 s)", n);
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00902)
+                 "%s is now configured in %s; left alone", r->url, r->name);
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, "untagged %d", n);
+    ap_log_error(APLOG_MARK, APLOG_TRACE1, 0, s, "trace lines need no tag");
+}
+'''
+
+
+def test_self_check_fragments_of_synthetic_messages():
+    sources = {"synthetic.c": SYNTHETIC_C}
+    got = {s.tag + ":" + str(s.line): site_fragments(s, sources)
+           for s in log_call_sites(sources)}
+    frags = sorted(f for fs in got.values() for f in fs)
+    assert frags == sorted([
+        "parked member", "woken member", "kept member",     # a parameter, from its callers
+        "dropped frob from",                                # "%s: " skipped
+        "too many frobs", "the widget is broken",           # a local, and a function's return
+        "Frob", "ms is shorter than a frob",                # a lone word leads: and the first run
+        "is now configured in",                             # a conversion leads: the first run
+    ]), got
+
+
+def test_self_check_reused_and_missing_tags_are_found():
+    problems = check_tags({"synthetic.c": SYNTHETIC_C}, {"doc": "see BCN00901 and BCN00777"})
+    assert any(p.startswith("BCN00902 is used at 2 call sites") for p in problems), problems
+    assert not any("BCN00999" in p for p in problems), "a comment is no call site"
+    assert any("without a BCNLOGNO tag" in p and "APLOG_DEBUG" in p for p in problems), problems
+    assert not any("APLOG_TRACE1" in p for p in problems), problems
+    assert "doc cites BCN00777, which no call site uses" in problems
+    assert not any("BCN00901" in p for p in problems), problems
+
+
+def test_self_check_a_changed_vector_is_found():
+    readme = read(README)
+    design = readme if not DESIGN_WIRE.is_file() else read(DESIGN_WIRE)
+    assert wire_vectors(readme), "the README's vectors are found at all"
+    changed = readme.replace("mac=f73e29a869ca2b00", "mac=f73e29a869ca2b01")
+    assert changed != readme
+    problems = check_vectors(changed, design)
+    assert any("f73e29a869ca2b00" in p for p in problems), problems
+    assert any("f73e29a869ca2b01" in p for p in problems), problems
+    dropped = without_line(readme, "`310e0edd47db6f72`")
+    assert check_vectors(dropped, design), "a missing SipHash vector is found"
+
+
+def test_self_check_vectors_are_skipped_without_the_design(monkeypatch, tmp_path):
+    monkeypatch.setitem(globals(), "DESIGN_WIRE", tmp_path / "wire-format.md")
+    with pytest.raises(pytest.skip.Exception, match="is absent"):
+        test_readme_vectors_equal_the_design()
