@@ -4,6 +4,8 @@ balancer members, silent ones leave rotation, and nothing else gets in.
 
 Membership is read from balancer-manager, the way an operator would."""
 
+import re
+
 import pytest
 
 import beacon_wire as bw
@@ -297,3 +299,42 @@ def test_a_receiver_without_mod_proxy_fails_apache2_t(httpd_factory):
     rc, out = h.check_config()
     assert rc != 0
     assert "mod_proxy is required by ProxyBeaconListen" in out, out
+
+
+def test_virtual_hosts_are_receivers_each_with_its_own_balancer_and_secret(
+        httpd_factory, backend_factory):
+    """One watchdog thread serves both; a datagram signed for one vhost's
+    secret is a forgery to the other."""
+    secrets = ["hex:" + "1" * 32, "hex:" + "2" * 32]
+    ports, udps, vhosts = [free_port(), free_port()], [free_port(), free_port()], ""
+    for i in range(2):
+        vhosts += (f"Listen 127.0.0.1:{ports[i]}\n<VirtualHost 127.0.0.1:{ports[i]}>\n"
+                   f"    ServerName v{i}.test\n"
+                   f"    <Proxy balancer://v{i}>\n        ProxySet growth=2\n    </Proxy>\n"
+                   f"    ProxyPass / balancer://v{i}/\n"
+                   + "".join("    " + line + "\n" for line in receiver_config(
+                       udps[i], balancer=f"v{i}", secret=secrets[i]).splitlines())
+                   + "</VirtualHost>\n")
+    h = httpd_factory(tail_config=vhosts)
+    # main-server ProxyPass lines come first in every vhost: keep none
+    h.proxypass_config = "ProxyPass /balancer-manager !\n"
+    h.start()
+    for i in range(2):
+        h.wait_log(r"listening for beacons on udp 127\.0\.0\.1:%d for balancer://v%d"
+                   % (udps[i], i), since=0)
+    b0, b1 = backend_factory("b0"), backend_factory("b1")
+    Announcer(udps[0], secret=secrets[1]).announce(b0.url)
+    h.wait_log(r"127\.0\.0\.1:%d: dropped datagram from [^:]+:\d+: mac mismatch" % udps[0])
+    Announcer(udps[0], secret=secrets[0]).announce(b0.url)
+    Announcer(udps[1], secret=secrets[1]).announce(b1.url)
+    h.wait_log(r"added backend %s to balancer://v0" % b0.url, since=0)
+    h.wait_log(r"added backend %s to balancer://v1" % b1.url, since=0)
+    import http.client
+    for i, name in enumerate(["b0", "b1"]):
+        conn = http.client.HTTPConnection("127.0.0.1", ports[i], timeout=10)
+        conn.request("GET", "/")
+        resp = conn.getresponse()
+        assert (resp.status, resp.read().decode()) == (200, name)
+        conn.close()
+    threads = set(re.findall(r"\[pid (\d+):tid (\d+)\] BCN00050", h.error_log()))
+    assert len(threads) == 1, f"one watchdog thread serves both: {threads}"
