@@ -31,6 +31,10 @@
 #define WAIT_CAP apr_time_from_msec(100)
 #define DRAIN_LIMIT 256                   /* datagrams per socket per wake */
 #define RECV_BATCH 64                     /* datagrams per recvmmsg() */
+#define RECV_BUFFER (4 * 1024 * 1024)     /* SO_RCVBUF asked for, bytes */
+#define PUBLISH_EVERY apr_time_from_msec(100) /* renewals, at most */
+#define DIRTY_RENEWED 1   /* only last-seen times changed */
+#define DIRTY_CHANGED 2   /* a record came, went or changed state */
 #define LOG_EVERY apr_time_from_sec(10)   /* per drop reason and receiver */
 #define BIND_FAST_RETRY apr_time_from_sec(5) /* after taking ownership */
 #define BIND_BACKOFF_MIN apr_time_from_sec(30)
@@ -74,8 +78,10 @@ struct beacon_receiver {
     apr_interval_time_t bind_backoff;
     rate_limit drop_log[BEACON_REASON_COUNT];
     rate_limit no_slot_log;
+    int buffer_reported;
     beacon_status_record *peer;  /* host/pid/seq by table index */
-    int dirty;                   /* records changed since last publish */
+    int dirty;                   /* DIRTY_* since the last publish */
+    apr_time_t published;        /* when the status copy was made */
 
     /* shared with every child */
     beacon_receiver_status *shared;
@@ -371,6 +377,9 @@ static void set_disabled(beacon_receiver *r, const char *url, int disabled,
 static void act(beacon_receiver *r, const beacon_event_t *ev, apr_time_t now,
                 apr_pool_t *p)
 {
+    if (ev->action != BEACON_ACT_NONE) {
+        r->dirty = DIRTY_CHANGED;
+    }
     switch (ev->action) {
     case BEACON_ACT_ADD:
         add_member(r, ev->rec, now, p);
@@ -429,7 +438,9 @@ static void remember_sender(beacon_receiver *r, const beacon_event_t *ev)
     info->host[n] = '\0';
     info->pid = span_number(&ev->dg.pid);
     info->seq = span_number(&ev->dg.seq);
-    r->dirty = 1;
+    if (r->dirty < DIRTY_RENEWED) {
+        r->dirty = DIRTY_RENEWED;
+    }
 }
 
 static void handle_datagram(beacon_receiver *r, const struct mmsghdr *msg,
@@ -472,6 +483,28 @@ static void handle_datagram(beacon_receiver *r, const struct mmsghdr *msg,
 /* ------------------------------------------------------------------ */
 /* Sockets                                                             */
 
+/* Linux caps SO_RCVBUF at net.core.rmem_max (208 KiB on a stock system,
+ * about 1 ms of a flood): say so once, with the remedy. */
+static void report_small_buffer(beacon_receiver *r)
+{
+    apr_os_sock_t fd;
+    int granted = 0;
+    socklen_t len = sizeof(granted);
+
+    apr_os_sock_get(&fd, r->sock);
+    if (r->buffer_reported ||
+        getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &granted, &len) != 0 ||
+        granted >= RECV_BUFFER) { /* Linux reports twice what it grants */
+        return;
+    }
+    r->buffer_reported = 1;
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, r->s, BCNLOGNO(00055)
+                 "%s: the kernel granted a %d KiB receive buffer of the %d KiB "
+                 "asked for; to ride out floods, raise it with sysctl "
+                 "net.core.rmem_max=%d", r->label, granted / 2048,
+                 RECV_BUFFER / 1024, RECV_BUFFER);
+}
+
 static apr_status_t open_socket(beacon_receiver *r)
 {
     apr_sockaddr_t *sa;
@@ -486,7 +519,8 @@ static apr_status_t open_socket(beacon_receiver *r)
     }
     if (rv == APR_SUCCESS) {
         /* A larger buffer rides out bursts while the thread is busy. */
-        apr_socket_opt_set(r->sock, APR_SO_RCVBUF, 4 * 1024 * 1024);
+        apr_socket_opt_set(r->sock, APR_SO_RCVBUF, RECV_BUFFER);
+        report_small_buffer(r);
         apr_socket_timeout_set(r->sock, 0);
         rv = apr_socket_bind(r->sock, sa);
     }
@@ -592,14 +626,14 @@ static void expire(beacon_receiver *r, apr_time_t now)
     unsigned cursor = 0, released;
 
     while ((rec = beacon_table_next_lapsed(r->table, now, &cursor)) != NULL) {
-        r->dirty = 1;
+        r->dirty = DIRTY_CHANGED;
         if (r->target) {
             set_disabled(r, rec->url, 1, "evicted", BEACON_EV_EVICTED);
         }
     }
     released = beacon_table_release(r->table, now);
     if (released) {
-        r->dirty = 1;
+        r->dirty = DIRTY_CHANGED;
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, r->s, BCNLOGNO(00054)
                      "%s: forgot %u silent non-member record(s)", r->label,
                      released);
@@ -611,14 +645,19 @@ static void expire(beacon_receiver *r, apr_time_t now)
  * sees an odd or changed generation reads again (a sequence lock: the owner
  * is the only writer and never waits for a reader).
  */
-static void publish(beacon_receiver *r)
+static void publish(beacon_receiver *r, apr_time_t now)
 {
     beacon_receiver_status *sh = r->shared;
     unsigned i, n = 0;
 
-    if (!r->dirty) {
+    /* Every accepted announcement renews a record: renewals are copied at
+     * most every PUBLISH_EVERY, so a busy receiver's cost per wake stays
+     * flat, while membership changes show at once. */
+    if (r->dirty == 0 ||
+        (r->dirty == DIRTY_RENEWED && now - r->published < PUBLISH_EVERY)) {
         return;
     }
+    r->published = now;
     apr_atomic_inc32(&sh->generation);
     for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
         const beacon_record_t *rec = &r->table->rec[i];
@@ -725,7 +764,7 @@ static void take_ownership(apr_time_t now, apr_pool_t *p)
         r->next_bind = now;
         r->shared->owner_pid = getpid();
         r->shared->listening = 0;
-        r->dirty = 1;
+        r->dirty = DIRTY_CHANGED;
         if (r->target == NULL) {
             continue;
         }
@@ -792,7 +831,7 @@ static void serve_until_stopped(void)
         now = apr_time_now();
         for (r = receivers; r; r = r->next) {
             expire(r, now);
-            publish(r);
+            publish(r, now);
         }
         apr_pool_clear(scratch);
     }
