@@ -5,7 +5,9 @@
 #   make                 install missing Debian packages, build into build/
 #   make check           build, unit tests (ctest), integration tests (pytest)
 #   make check-sanitize  the unit tests again under ASan+UBSan, in build-asan/
-#   make bench           run the datagram benchmark, also into bench/results/
+#   make bench           run the benchmarks, table also in bench/results/
+#   make demo            a live cluster on 127.0.0.1, about 30 s
+#   make install         apxs -i -a, beaconctl, Debian's a2enmod files
 #   make clean
 #
 # cmake builds libbeacon, its tests and the benchmark; apxs builds the httpd
@@ -30,7 +32,7 @@ CTEST_ARGS = --output-on-failure --no-tests=error
 # cmake --build runs make again; its "Entering directory" lines are noise.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps build module check check-sanitize bench clean
+.PHONY: all deps build module install check check-sanitize bench demo clean
 
 all: build module
 
@@ -79,14 +81,44 @@ check-sanitize: deps
 	$(CMAKE) --build $(ASAN_BUILD) --parallel $(JOBS)
 	$(CTEST) --test-dir $(ASAN_BUILD) $(CTEST_ARGS)
 
-# Written to a temporary file first so a failed run neither passes (a pipe
-# into tee would hide its exit status under /bin/sh) nor replaces the last
-# good result.
-bench: build
-	@mkdir -p bench/results
-	$(BUILD)/bench_datagram > bench/results/latest.txt.tmp
-	@mv bench/results/latest.txt.tmp bench/results/latest.txt
-	@cat bench/results/latest.txt
+# End-to-end benchmarks, about 5 minutes (bench/run_bench.py): the request
+# path through the proxy (wrk), the receiver under a datagram flood
+# (bench/flood.c), join and eviction latency against HAProxy, memory and
+# CPU, and bench_datagram. They report and never fail on a missed goal;
+# wrk and haproxy are installed on first use (as root, via ensure-deps).
+# The table goes to stdout and bench/results/latest.txt (raw figures:
+# latest.json), each through a temporary file so a failed run keeps the
+# last result. BENCH_ARGS=--quick is a smoke run of about a minute;
+# BENCH_ARGS="--only control,library" picks sections.
+BENCH_ARGS ?=
+bench: build module
+	$(PYTHON) bench/run_bench.py --build $(BUILD) $(BENCH_ARGS)
+
+# Live demo, about 30 s: a private proxy apache2 and three backend apache2s
+# on 127.0.0.1 that join its balancer with the module, one stopped and
+# restarted. Options: make demo DEMO_ARGS="--hold" (see demo/beacon-demo.py).
+demo: all
+	$(PYTHON) demo/beacon-demo.py $(DEMO_ARGS)
+
+# apxs -i -a copies the DSO and enables it (Debian's apxs writes
+# mods-available/proxy_beacon.load and runs a2enmod). On Debian ours then
+# replaces that .load, naming the modules a receiver needs so a2enmod
+# enables them too, and adds the commented .conf.
+APXS       ?= apxs
+PREFIX     ?= /usr/local
+APACHE_ETC ?= /etc/apache2
+
+install: all
+	$(MAKE) -f apxs.mk BUILD=$(BUILD) install
+	install -D -m 755 $(BUILD)/beaconctl $(DESTDIR)$(PREFIX)/bin/beaconctl
+	@if [ -d $(APACHE_ETC)/mods-available ]; then \
+		install -m 644 contrib/debian/proxy_beacon.load contrib/debian/proxy_beacon.conf \
+			$(APACHE_ETC)/mods-available/ && a2enmod -q proxy_beacon && \
+		echo "install: enabled proxy_beacon; apachectl configtest, then reload"; \
+	else \
+		echo "install: add after mod_proxy's LoadModule line:"; \
+		echo "  LoadModule proxy_beacon_module $$($(APXS) -q LIBEXECDIR)/mod_proxy_beacon.so"; \
+	fi
 
 clean:
 ifneq ($(APXS_MK),)

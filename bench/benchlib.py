@@ -1,0 +1,550 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Infrastructure of the end-to-end benchmarks (bench/run_bench.py).
+
+Private apache2 instances come from the integration tests' Httpd class
+(tests/integration/httpd.py), reused, not copied: the benchmarks start
+their proxies exactly as the tests do. Added here: static backends (one
+apache2 serving a 100-byte file per port), a private HAProxy, a raw HTTP
+poller, wrk, and readers of /proc (UDP socket drops, CPU time, memory).
+
+Rules, as in the tests: traffic only to 127.0.0.1; every wait is a bounded
+poll; only processes started here are signalled, by pid.
+"""
+
+import math
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import threading
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+
+import sys  # noqa: E402  (path set-up for the tests' helpers)
+
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+
+import beacon_wire as bw  # noqa: E402
+from beacon_env import SECRET, receiver_config  # noqa: E402
+# re-exported for run_bench.py
+from httpd import (Httpd, error_lines, free_port, set_subreaper,  # noqa: E402,F401
+                   wait_for)
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+FILE_SIZE = 100            # bytes of the static file every backend serves
+FILE_PATH = "/f"
+KEEPALIVE = "KeepAlive On\nMaxKeepAliveRequests 0\nKeepAliveTimeout 30\n"
+
+
+# ---- statistics ---------------------------------------------------------------
+
+def pct(values, p):
+    """Nearest-rank percentile (p in 0..100) of values; None if empty."""
+    if not values:
+        return None
+    s = sorted(values)
+    k = max(1, math.ceil(p / 100 * len(s)))
+    return s[k - 1]
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+# ---- backends -----------------------------------------------------------------
+
+def file_body(name):
+    """The 100-byte file a backend serves: its name, a space, padding."""
+    text = (name + " ").ljust(FILE_SIZE - 1, "x") + "\n"
+    assert len(text) == FILE_SIZE, name
+    return text
+
+
+def body_name(body):
+    """The backend name in a response body (bytes), or None."""
+    if not body:
+        return None
+    return body.split(b" ", 1)[0].decode("latin-1")
+
+
+class Site(Httpd):
+    """A static backend: one apache2 (event MPM), one vhost per port, each
+    serving /f, a 100-byte file naming the vhost. No access log."""
+
+    def __init__(self, workdir, names):
+        self.names = list(names)
+        self.ports = [free_port() for _ in self.names]
+        super().__init__(workdir=workdir, port=self.ports[0], module=None)
+        for name in self.names:
+            d = self.dir / "htdocs" / name
+            d.mkdir(parents=True, exist_ok=True)
+            (d / FILE_PATH.lstrip("/")).write_text(file_body(name))
+            os.chmod(d, 0o755)
+        os.chmod(self.dir / "htdocs", 0o755)
+
+    def member_url(self, i):
+        return f"http://127.0.0.1:{self.ports[i]}"
+
+    def config_text(self):
+        d = self.dir
+        user = "User www-data\nGroup www-data\n" if os.geteuid() == 0 else ""
+        lines = [
+            f"ServerRoot {d}", f"PidFile {self.pid_path}",
+            f"ErrorLog {self.error_log_path}", f"DefaultRuntimeDir {d}/run",
+            f"DocumentRoot {d}/htdocs", "ServerName 127.0.0.1", user.rstrip("\n"),
+            "LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so",
+            "LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so",
+            "LogLevel warn", KEEPALIVE.rstrip("\n"),
+            f"<Directory {d}/htdocs>\n    Require all granted\n</Directory>",
+        ]
+        for name, port in zip(self.names, self.ports):
+            lines += [f"Listen 127.0.0.1:{port}",
+                      f"<VirtualHost 127.0.0.1:{port}>\n"
+                      f"    DocumentRoot {d}/htdocs/{name}\n</VirtualHost>"]
+        return "\n".join(l for l in lines if l) + "\n"
+
+
+class Proxy(Httpd):
+    """A private apache2 reverse proxy: balancer://cluster on /, keep-alive
+    for clients, no access log. receiver=(udp_port, timeout) loads the
+    beacon receiver (module must then be the .so's path)."""
+
+    def __init__(self, workdir, module=None, members=(), growth=4, receiver=None,
+                 loglevel=None, extra=""):
+        tail = ""
+        if receiver:
+            tail = receiver_config(receiver[0], timeout=receiver[1])
+        if loglevel is None:
+            loglevel = "warn proxy_beacon:info" if module else "warn"
+        super().__init__(workdir=workdir, module=module, growth=growth,
+                         members=members, loglevel=loglevel,
+                         extra_config=KEEPALIVE + extra, tail_config=tail)
+        self.udp_port = receiver[0] if receiver else None
+
+    def log_config(self):
+        return f"LogLevel {self.loglevel}\n"
+
+    def start_receiver(self, timeout=15):
+        """Start, then wait until the receiver is bound."""
+        self.start()
+        if self.udp_port:
+            self.wait_log(r"BCN00050: listening for beacons on udp 127\.0\.0\.1:%d"
+                          % self.udp_port, timeout=timeout, since=0)
+        return self
+
+    def members(self):
+        return self.balancer_members()
+
+    def receiver_pid(self, timeout=5):
+        """The child holding the receiver's UDP socket (the watchdog owner)."""
+        inode = wait_for(lambda: udp_socket(self.udp_port) and
+                         udp_socket(self.udp_port)["inode"], timeout,
+                         f"udp socket on port {self.udp_port}")
+        target = f"socket:[{inode}]"
+
+        def owner():
+            for pid in self.child_pids():
+                try:
+                    for fd in os.listdir(f"/proc/{pid}/fd"):
+                        try:
+                            if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                                return pid
+                        except OSError:
+                            continue
+                except OSError:
+                    continue
+            return None
+        return wait_for(owner, timeout, f"the child holding {target}")
+
+    def count_log(self, regex):
+        return len(re.findall(regex, self.error_log(), re.M))
+
+
+def stop_quietly(server):
+    """Stop a Httpd/HAProxy; return an error text instead of raising."""
+    try:
+        server.stop()
+        return None
+    except Exception as e:  # noqa: BLE001 - a report, not a test
+        return f"{type(server).__name__} stop: {e}"
+
+
+# ---- announcements --------------------------------------------------------------
+
+class Sender:
+    """Signed announcements over one UDP socket, strictly rising ts."""
+
+    def __init__(self, port):
+        self.addr = ("127.0.0.1", port)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.last_ts = 0
+        self.lock = threading.Lock()
+
+    def datagram(self, url, **fields):
+        """Signed now (pure-Python SipHash takes ~0.1 ms), sent later."""
+        with self.lock:
+            self.last_ts = max(bw.now_usec(), self.last_ts + 1)
+            ts = self.last_ts
+        return bw.announce(SECRET, url=url, ts=ts, host="bench", **fields)
+
+    def send(self, datagram):
+        self.sock.sendto(datagram, self.addr)
+
+    def announce(self, url):
+        self.send(self.datagram(url))
+
+    def close(self):
+        self.sock.close()
+
+
+class Heartbeat:
+    """Announces urls every period seconds from a thread; counts sends."""
+
+    def __init__(self, sender, urls, period):
+        self.sender, self.urls, self.period = sender, list(urls), period
+        self.sent = 0
+        self.lock = threading.Lock()  # held: no announcement goes out
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stopped.is_set():
+            with self.lock:
+                for u in self.urls:
+                    self.sender.announce(u)
+                    self.sent += 1
+            self.stopped.wait(self.period)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.stopped.set()
+        self.thread.join(5)
+
+
+# ---- HTTP client -----------------------------------------------------------------
+
+class Poller:
+    """GET /f on one keep-alive connection, as fast as Python allows
+    (about 0.2-0.5 ms a round trip through a local proxy)."""
+
+    REQUEST = f"GET {FILE_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+
+    def __init__(self, port):
+        self.port = port
+        self.sock = None
+        self.buf = b""
+        self.last_rtt = None
+
+    def _connect(self):
+        self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def close(self):
+        if self.sock:
+            self.sock.close()
+        self.sock = None
+
+    def _recv(self):
+        data = self.sock.recv(65536)
+        if not data:
+            raise ConnectionError("closed by peer")
+        self.buf += data
+
+    def _read(self):
+        while b"\r\n\r\n" not in self.buf:
+            self._recv()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        status = int(head.split(b" ", 2)[1])
+        m = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+        if not m:
+            raise ConnectionError("response without Content-Length")
+        n = int(m.group(1))
+        while len(self.buf) < n:
+            self._recv()
+        body, self.buf = self.buf[:n], self.buf[n:]
+        if re.search(rb"(?im)^connection:\s*close", head):
+            self.close()
+        return status, body
+
+    def get(self):
+        """(status, body); reconnects once if the connection was closed."""
+        for attempt in (0, 1):
+            try:
+                if self.sock is None:
+                    self._connect()
+                self.sock.sendall(self.REQUEST)
+                return self._read()
+            except (OSError, ConnectionError):
+                self.close()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+
+# ---- HAProxy ---------------------------------------------------------------------
+
+HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
+
+
+def haproxy_version():
+    try:
+        out = subprocess.run([HAPROXY, "-v"], capture_output=True, text=True,
+                             timeout=10).stdout
+        return out.split("\n", 1)[0].replace("HAProxy version ", "").split(" ")[0]
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+class HAProxy:
+    """A private haproxy in the foreground (-db), our own child process:
+    frontend on 127.0.0.1:port, backend `be` (roundrobin) with servers, and
+    an admin stats socket for the runtime API."""
+
+    def __init__(self, workdir, servers):
+        self.dir = Path(workdir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.socket_path = self.dir / "admin.sock"
+        self.conf_path = self.dir / "haproxy.cfg"
+        self.log_path = self.dir / "haproxy.out"
+        self.servers = list(servers)  # (name, port)
+        self.proc = None
+
+    def config_text(self):
+        lines = ["global", f"    stats socket {self.socket_path} level admin",
+                 "    maxconn 2000",
+                 "defaults", "    mode http", "    timeout connect 5s",
+                 "    timeout client 30s", "    timeout server 30s",
+                 "    option http-keep-alive",
+                 "frontend fe", f"    bind 127.0.0.1:{self.port}",
+                 "    default_backend be",
+                 "backend be", "    balance roundrobin"]
+        lines += [f"    server {n} 127.0.0.1:{p}" for n, p in self.servers]
+        return "\n".join(lines) + "\n"
+
+    def start(self, timeout=10):
+        self.conf_path.write_text(self.config_text())
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen([HAPROXY, "-f", str(self.conf_path), "-db"],
+                                         stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+
+        def up():
+            if self.proc.poll() is not None:
+                raise AssertionError("haproxy exited %s: %s"
+                                     % (self.proc.returncode, self.log_path.read_text()))
+            try:
+                return "Name:" in self.api("show info") and Poller(self.port).get()
+            except OSError:
+                return False
+        wait_for(up, timeout, "haproxy to answer")
+        return self
+
+    def connect_api(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        s.connect(str(self.socket_path))
+        return s
+
+    @staticmethod
+    def read_reply(s):
+        chunks = []
+        while True:
+            data = s.recv(65536)
+            if not data:
+                break
+            chunks.append(data)
+        s.close()
+        return b"".join(chunks).decode("latin-1")
+
+    def api(self, command):
+        s = self.connect_api()
+        s.sendall(command.encode() + b"\n")
+        return self.read_reply(s)
+
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=10):
+        if not self.running():
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout)
+
+
+# ---- wrk -------------------------------------------------------------------------
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
+
+
+def _ms(text):
+    m = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
+    return float(m.group(1)) * _UNITS[m.group(2)] if m else None
+
+
+def run_wrk(port, seconds, threads=2, connections=32, path=FILE_PATH, headers=()):
+    """One wrk run against path; a dict with rps, p50/p90/p99 (ms), errors."""
+    cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    for h in headers:
+        cmd += ["-H", h]
+    cmd.append(f"http://127.0.0.1:{port}{path}")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    out = r.stdout
+    res = {"cmd": " ".join(cmd), "raw": out}
+    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if r.returncode != 0 or not m:
+        raise RuntimeError(f"wrk failed ({r.returncode}): {out} {r.stderr}")
+    res["rps"] = float(m.group(1))
+    for p in ("50", "75", "90", "99"):
+        m = re.search(rf"^\s+{p}%\s+(\S+)", out, re.M)
+        res[f"p{p}"] = _ms(m.group(1)) if m else None
+    m = re.search(r"(\d+) requests in", out)
+    res["requests"] = int(m.group(1)) if m else None
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    res["non2xx"] = int(m.group(1)) if m else 0
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    res["socket_errors"] = sum(int(x) for x in m.groups()) if m else 0
+    return res
+
+
+# ---- /proc -----------------------------------------------------------------------
+
+def udp_socket(port):
+    """The IPv4 UDP socket bound to 127.0.0.1:port from /proc/net/udp:
+    {inode, rx_queue (bytes), drops}, or None."""
+    want = "0100007F:%04X" % port
+    try:
+        lines = Path("/proc/net/udp").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    for line in lines:
+        f = line.split()
+        if len(f) >= 13 and f[1] == want:
+            rx = int(f[4].split(":")[1], 16)
+            return {"inode": int(f[9]), "rx_queue": rx, "drops": int(f[12])}
+    return None
+
+
+def udp_socket_buffer(port):
+    """The receive buffer the kernel gave the socket on 127.0.0.1:port
+    (ss's skmem rb), as text, e.g. "8 MiB"."""
+    try:
+        out = subprocess.run(["ss", "-uamnH", f"sport = :{port}"], capture_output=True,
+                             text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    m = re.search(r"\brb(\d+)", out)
+    if not m:
+        return "?"
+    rb = int(m.group(1))
+    return f"{rb / 2**20:g} MiB" if rb >= 2**20 else f"{rb / 1024:g} KiB"
+
+
+def udp_snmp():
+    """Udp counters of /proc/net/snmp as a dict (InErrors, RcvbufErrors...)."""
+    lines = [l.split() for l in Path("/proc/net/snmp").read_text().splitlines()
+             if l.startswith("Udp:")]
+    return dict(zip(lines[0][1:], (int(x) for x in lines[1][1:])))
+
+
+def cpu_seconds(pid):
+    """CPU time of a process, all its threads, in seconds.
+
+    The sum of each thread's /proc/<pid>/task/<tid>/schedstat run time
+    (nanoseconds), since utime+stime of /proc/<pid>/stat count in clock
+    ticks (10 ms here), too coarse for a few thousand datagrams; that is
+    the fallback. Threads that exited are not counted: the receiver and
+    the MPM's threads live as long as the child."""
+    total, ok = 0, False
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+                ok = True
+            except (OSError, ValueError, IndexError):
+                continue
+    except OSError:
+        pass
+    if ok:
+        return total / 1e9
+    text = Path(f"/proc/{pid}/stat").read_text()
+    f = text[text.rindex(")") + 2:].split()
+    return (int(f[11]) + int(f[12])) / CLK_TCK
+
+
+def memory(pid):
+    """{Rss, Pss} in KiB from /proc/<pid>/smaps_rollup."""
+    out = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        m = re.match(r"(Rss|Pss):\s+(\d+) kB", line)
+        if m:
+            out[m.group(1)] = int(m.group(2))
+    return out
+
+
+def machine():
+    """A dict describing this machine, for the report header."""
+    model = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    mem = re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text())
+    uname = os.uname()
+    return {"cpus": os.cpu_count(), "online": len(os.sched_getaffinity(0)),
+            "model": model, "mem_gib": int(mem.group(1)) / 2**20 if mem else None,
+            "kernel": f"{uname.sysname} {uname.release}",
+            "rmem_max": _read_int("/proc/sys/net/core/rmem_max")}
+
+
+def loadavg():
+    return Path("/proc/loadavg").read_text().split()[:3]
+
+
+def _read_int(path):
+    try:
+        return int(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def tool_version(cmd, pattern):
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+        m = re.search(pattern, r.stdout + r.stderr)
+        return m.group(1) if m else "?"
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def ensure_packages(packages):
+    """Install missing Debian packages through the project's own
+    scripts/ensure-deps (as root; it denies service starts during the
+    install, so haproxy's package does not start a system haproxy).
+    Returns None, or why they are still missing."""
+    missing = [p for p in packages if not shutil.which(p)]
+    if not missing:
+        return None
+    if os.geteuid() != 0:
+        return f"not root: run as root `apt-get install -y {' '.join(missing)}`"
+    env = dict(os.environ, BEACON_EXTRA_DEPS=" ".join(missing))
+    r = subprocess.run(["sh", str(REPO / "scripts" / "ensure-deps")], env=env,
+                       capture_output=True, text=True, timeout=900)
+    still = [p for p in missing if not shutil.which(p)]
+    if still:
+        return (f"apt-get install of {' '.join(still)} failed: "
+                + (r.stderr or r.stdout)[-500:])
+    return None

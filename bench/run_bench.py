@@ -1,0 +1,877 @@
+#!/usr/bin/python3
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""End-to-end benchmarks of mod_proxy_beacon; `make bench` runs this.
+
+    /usr/bin/python3 bench/run_bench.py [--quick] [--only a,b] [--build DIR]
+
+Sections (all by default, --only picks some):
+
+  request      throughput and latency (wrk) through the proxy, beacon-managed
+               members vs static BalancerMembers, interleaved rounds
+  control      datagrams/s the receiver drains and verifies without kernel
+               drops, forged and valid (bench/flood.c), and that a live
+               backend loses no announcement during a forged flood
+  convergence  join latency (first datagram -> first request served) vs the
+               same join through HAProxy's runtime API; eviction latency
+  footprint    memory of the proxy with 100 members, with and without the
+               module; receiver CPU per 1,000 announcements
+  library      bench_datagram: ns per valid / forged datagram, SipHash
+
+Benchmarks report, they never fail: a missed goal is marked MISSED in the
+table and the exit status is still 0. A section that cannot run (wrk or
+haproxy missing and not root, say) says why in the table. The table goes to
+stdout and to bench/results/latest.txt (raw figures: latest.json), each
+written to a temporary file first so a crashed run keeps the last result.
+
+Everything runs on 127.0.0.1, every wait is a bounded poll, and only the
+processes started here are stopped, by pid. --quick (about a minute) is a
+smoke run: too short for figures worth quoting.
+"""
+
+import argparse
+import datetime
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in bench/ or tests/
+import benchlib as bl  # noqa: E402
+
+SECTIONS = ("library", "request", "control", "convergence", "footprint")
+
+
+class Skip(Exception):
+    """A section that cannot run here; the message says why."""
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def fmt(v, spec=".1f", none="-"):
+    return none if v is None else format(v, spec)
+
+
+def rng(values, spec=".1f", scale=1.0):
+    if not values:
+        return "-"
+    return f"{min(values) * scale:{spec}}-{max(values) * scale:{spec}}"
+
+
+class Ctx:
+    def __init__(self, args):
+        self.args = args
+        self.quick = args.quick
+        self.build = (bl.REPO / args.build).resolve()
+        self.module = str(self.build / ".libs" / "mod_proxy_beacon.so")
+        self.dir = Path(tempfile.mkdtemp(prefix="beacon-bench-"))
+        self.dir.chmod(0o755)
+        self.servers = []
+        self.raw = {}
+        self.goals = []      # (section, goal, met: True/False/None, detail)
+        self.notes = []
+        self.flood = None
+        self.flood_error = None
+        self._site = None
+
+    def track(self, server):
+        self.servers.append(server)
+        return server
+
+    def stop_all(self):
+        for s in reversed(self.servers):
+            err = bl.stop_quietly(s)
+            if err:
+                self.notes.append(err)
+        self.servers = []
+        self._site = None
+
+    def goal(self, section, text, met, detail):
+        self.goals.append((section, text, met, detail))
+
+    def site(self, n=104):
+        """A shared static backend with n ports (names n0, n1, ...)."""
+        if self._site is None or len(self._site.ports) < n:
+            self._site = self.track(bl.Site(self.dir / f"site{len(self.servers)}",
+                                            [f"n{i}" for i in range(n)]))
+            self._site.start()
+        return self._site
+
+    def check_log(self, proxy, label):
+        bad = bl.error_lines(proxy.error_log())
+        if bad:
+            self.notes.append(f"{label}: {len(bad)} error line(s) in {proxy.error_log_path},"
+                              f" e.g. {bad[0][:200]}")
+        return len(bad)
+
+
+# ---- helpers ---------------------------------------------------------------------
+
+def wait_members(proxy, urls, timeout=20):
+    """Wait until every url is an enabled member of balancer://cluster."""
+    want = set(urls)
+
+    def ok():
+        have = {w["name"] for w in proxy.members()
+                if "Ok" in w["flags"] and "Dis" not in w["flags"]}
+        return want <= have
+    bl.wait_for(ok, timeout, f"{len(want)} members enabled", interval=0.05)
+
+
+def serves_all(port, names, tries=200):
+    """GETs /f until each backend in names has answered; False if not."""
+    seen, p = set(), bl.Poller(port)
+    try:
+        for _ in range(tries):
+            status, body = p.get()
+            if status == 200:
+                seen.add(bl.body_name(body))
+            if seen >= set(names):
+                return True
+    finally:
+        p.close()
+    return False
+
+
+def build_flood(ctx):
+    """Builds bench/flood.c against libbeacon into the build tree."""
+    out = ctx.build / "bench_flood"
+    src = bl.BENCH / "flood.c"
+    lib = ctx.build / "libbeacon.a"
+    try:
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "apr-util-1", "apr-1"],
+                               capture_output=True, text=True, check=True).stdout.split()
+        cmd = ["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-I", str(bl.REPO / "include"),
+               str(src), str(lib), "-o", str(out)] + flags
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr[-1000:])
+        ctx.flood = str(out)
+    except Exception as e:  # noqa: BLE001
+        ctx.flood_error = f"cannot build bench/flood.c: {e}"
+
+
+def flood(ctx, port, mode, seconds, rate=0, count=0, urls_file=None, batch=64):
+    if not ctx.flood:
+        raise Skip(ctx.flood_error or "no flood sender")
+    cmd = [ctx.flood, "--port", str(port), "--mode", mode, "--seconds", str(seconds),
+           "--batch", str(batch)]
+    if rate:
+        cmd += ["--rate", str(rate)]
+    if count:
+        cmd += ["--count", str(count)]
+    if urls_file:
+        cmd += ["--urls-file", str(urls_file)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    if r.returncode != 0:
+        raise RuntimeError(f"bench_flood failed: {r.stderr}")
+    return {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", r.stdout)}
+
+
+# ---- 5. library --------------------------------------------------------------------
+
+def bench_library(ctx):
+    exe = ctx.build / "bench_datagram"
+    if not exe.is_file():
+        raise Skip(f"{exe} is not built (make build)")
+    args = ["3", "50000"] if ctx.quick else []
+    r = subprocess.run([str(exe)] + args, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"bench_datagram exited {r.returncode}: {r.stderr}")
+    ctx.raw["library"] = r.stdout
+    figures = dict(re.findall(r"^\((\w)\).*?([\d.]+) ns", r.stdout, re.M))
+    lines = ["   " + l for l in r.stdout.rstrip().splitlines()
+             if l.strip() and not l.startswith("machine:")]
+    if "a" in figures and "c" in figures:
+        a, b, c = (float(figures[k]) for k in "abc")
+        lines.append(f"   SipHash share: {100 * c / a:.0f}% of a valid datagram, "
+                     f"{100 * c / b:.0f}% of a forged one")
+    return lines
+
+
+# ---- 1. request path ---------------------------------------------------------------
+
+def bench_request(ctx):
+    why = bl.ensure_packages(["wrk"])
+    if why:
+        raise Skip(f"wrk missing ({why})")
+    rounds, secs = (1, 2) if ctx.quick else (5, 10)
+    warm = 1 if ctx.quick else 3
+    threads, conns = 2, 32
+    sites = [ctx.track(bl.Site(ctx.dir / f"req-backend{i}", [f"b{i}"])).start()
+             for i in range(2)]
+    urls = [s.member_url(0) for s in sites]
+    names = [s.names[0] for s in sites]
+    static = ctx.track(bl.Proxy(ctx.dir / "req-static", members=urls)).start()
+    udp = bl.free_port()
+    beacon = ctx.track(bl.Proxy(ctx.dir / "req-beacon", module=ctx.module,
+                                receiver=(udp, "5"))).start_receiver()
+    sender = bl.Sender(udp)
+    hb = bl.Heartbeat(sender, urls, 1.0).start()
+    try:
+        wait_members(beacon, urls)
+        for p, label in ((static, "static"), (beacon, "beacon")):
+            if not serves_all(p.port, names):
+                raise RuntimeError(f"{label} proxy does not reach both backends")
+        for p in (static, beacon):
+            bl.run_wrk(p.port, warm, threads, conns)
+        runs = {"static": [], "beacon": []}
+        for r in range(rounds):
+            order = [("static", static), ("beacon", beacon)]
+            if r % 2:
+                order.reverse()
+            for label, p in order:
+                log(f"request: round {r + 1}/{rounds} {label}")
+                res = bl.run_wrk(p.port, secs, threads, conns)
+                res.pop("raw")
+                runs[label].append(res)
+    finally:
+        hb.stop()
+        sender.close()
+    ctx.raw["request"] = runs
+    errs = {k: sum(x["non2xx"] + x["socket_errors"] for x in v) for k, v in runs.items()}
+    ctx.check_log(static, "request/static proxy")
+    ctx.check_log(beacon, "request/beacon proxy")
+
+    def col(label, key):
+        return [x[key] for x in runs[label] if x[key] is not None]
+    med = {k: bl.median(col(k, "rps")) for k in runs}
+    p99 = {k: bl.median(col(k, "p99")) for k in runs}
+    ratio = med["beacon"] / med["static"]
+    paired = [b["rps"] / s["rps"] for s, b in zip(runs["static"], runs["beacon"])]
+    p99_ratio = p99["beacon"] / p99["static"] if p99["static"] else None
+    lines = [f"   wrk -t{threads} -c{conns} -d{secs}s --latency GET /f (100-byte file), "
+             f"2 backend apache2, {rounds} round(s) alternating order",
+             f"   {'':28}{'req/s median (range)':>28}{'p99 ms median (range)':>26}"
+             f"{'p50 ms':>9}{'errors':>8}"]
+    for label, title in (("static", "static BalancerMembers"),
+                         ("beacon", "beacon-managed members")):
+        lines.append(f"   {title:28}{fmt(med[label], '.0f'):>10} ({rng(col(label, 'rps'), '.0f')})"
+                     .ljust(59)
+                     + f"{fmt(p99[label], '.2f'):>8} ({rng(col(label, 'p99'), '.2f')})".ljust(26)
+                     + f"{fmt(bl.median(col(label, 'p50')), '.2f'):>9}{errs[label]:>8}")
+    lines.append(f"   {'beacon/static':28}{ratio:>10.3f} (per round {rng(paired, '.3f')})"
+                 .ljust(59) + f"{fmt(p99_ratio, '.3f'):>8} (p99 beacon/static)")
+    ctx.goal("request", "req/s beacon/static >= 0.98", ratio >= 0.98,
+             f"{ratio:.3f} (rounds {rng(paired, '.3f')})")
+    return lines
+
+
+# ---- 2. control path ---------------------------------------------------------------
+
+def snapshot(proxy, pid, hb=None, renew_re=None):
+    """Counters at a quiet moment: the socket drained, the heartbeat held."""
+    port = proxy.udp_port
+    bl.wait_for(lambda: bl.udp_socket(port)["rx_queue"] == 0, 10, "receiver to drain",
+                interval=0.005)
+    time.sleep(0.05)  # the last datagram dequeued is handled and logged
+    s = bl.udp_socket(port)
+    return {"t": time.monotonic(), "drops": s["drops"], "snmp": bl.udp_snmp(),
+            "cpu": bl.cpu_seconds(pid), "hb": hb.sent if hb else 0,
+            "renewed": proxy.count_log(renew_re) if renew_re else 0}
+
+
+def flood_run(ctx, proxy, pid, mode, seconds, rate=0, urls_file=None, hb=None,
+              renew_re=None):
+    """One flood against the receiver: what was sent, what the kernel
+    dropped, how fast the receiver kept up, and its CPU time."""
+    port = proxy.udp_port
+    if hb:
+        hb.lock.acquire()
+    try:
+        a = snapshot(proxy, pid, hb, renew_re)
+    finally:
+        if hb:
+            hb.lock.release()
+    f = flood(ctx, port, mode, seconds, rate=rate, urls_file=urls_file)
+    drained = True
+    try:
+        bl.wait_for(lambda: bl.udp_socket(port)["rx_queue"] == 0, 10,
+                    "receiver to drain", interval=0.002)
+    except AssertionError:
+        drained = False
+    t_drained = time.monotonic()
+    if hb:
+        hb.lock.acquire()
+    try:
+        b = snapshot(proxy, pid, hb, renew_re)
+    finally:
+        if hb:
+            hb.lock.release()
+    sent = int(f["sent"])
+    drops = b["drops"] - a["drops"]
+    busy = t_drained - a["t"]
+    cpu = b["cpu"] - a["cpu"]
+    res = {"mode": mode, "target_rate": rate, "sent": sent, "send_rate": f["rate"],
+           "send_seconds": f["seconds"], "drops": drops, "drained": drained,
+           "snmp_rcvbuf_errors": b["snmp"]["RcvbufErrors"] - a["snmp"]["RcvbufErrors"],
+           "snmp_in_errors": b["snmp"]["InErrors"] - a["snmp"]["InErrors"],
+           "kept_rate": (sent - drops) / busy, "busy_seconds": busy,
+           "cpu_seconds": cpu, "cpu_share": cpu / busy,
+           "us_per_dgram": 1e6 * cpu / max(1, sent - drops)}
+    if hb:
+        res["v_sent"] = b["hb"] - a["hb"]
+        if renew_re:
+            res["v_accepted"] = b["renewed"] - a["renewed"]
+    return res
+
+
+def control_lines(runs, label):
+    lines = []
+    for r in runs:
+        target = f"{r['target_rate'] / 1000:.0f}k/s" if r["target_rate"] else "max"
+        v = ""
+        if "v_accepted" in r:
+            v = f"  V {r['v_accepted']}/{r['v_sent']}"
+        lines.append(f"   {label:7}{target:>7}{r['send_rate']:>11.0f}{r['sent']:>10}"
+                     f"{r['drops']:>9}{r['snmp_rcvbuf_errors']:>9}{r['kept_rate']:>11.0f}"
+                     f"{100 * r['cpu_share']:>7.0f}%{r['us_per_dgram']:>10.2f}{v}")
+    return lines
+
+
+def sink_run(ctx, rate, seconds, batch):
+    """CPU per datagram of a bare receive loop (bench_flood --mode sink)."""
+    port = bl.free_port()
+    proc = subprocess.Popen([ctx.flood, "--mode", "sink", "--port", str(port),
+                             "--seconds", str(seconds + 1.5), "--batch", str(batch)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        bl.wait_for(lambda: bl.udp_socket(port), 5, "the sink to bind")
+        f = flood(ctx, port, "forged", seconds, rate=rate)
+        out = proc.communicate(timeout=seconds + 30)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    r = {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", out)}
+    got = r.get("received", 0)
+    return {"sent": f["sent"], "received": got, "cpu_seconds": r.get("cpu_seconds"),
+            "us_per_dgram": 1e6 * r["cpu_seconds"] / got if got else None}
+
+
+def best_clean(runs):
+    clean = [r["kept_rate"] for r in runs if r["drops"] == 0 and r["target_rate"]]
+    return max(clean) if clean else None
+
+
+def bench_control(ctx):
+    if not ctx.flood:
+        raise Skip(ctx.flood_error or "no flood sender")
+    if ctx.quick:
+        ladder, step, max_secs = [200_000], 1.5, 1.5
+    else:
+        ladder, step, max_secs = [100_000, 200_000, 300_000, 400_000], 3, 5
+    site = ctx.site()
+    v_url = site.member_url(0)
+    fleet = [site.member_url(1 + i) for i in range(50)]
+    urls_file = ctx.dir / "fleet.txt"
+    urls_file.write_text("\n".join(fleet) + "\n")
+    renew_re = r"lease of %s renewed" % re.escape(v_url)
+    out = {}
+
+    # forged: trace3 logs every accepted announcement, so V's can be counted
+    udp = bl.free_port()
+    p = ctx.track(bl.Proxy(ctx.dir / "ctl-forged", module=ctx.module, growth=64,
+                           receiver=(udp, "2"),
+                           loglevel="warn proxy_beacon:trace3")).start_receiver()
+    sender = bl.Sender(udp)
+    sender.announce(v_url)
+    wait_members(p, [v_url])
+    pid = p.receiver_pid()
+    rb = bl.udp_socket_buffer(udp)
+    hb = bl.Heartbeat(sender, [v_url], 0.5).start()
+    forged = []
+    try:
+        for rate in ladder:
+            log(f"control: forged at {rate}/s")
+            forged.append(flood_run(ctx, p, pid, "forged", step, rate, hb=hb,
+                                    renew_re=renew_re))
+        log("control: forged, as fast as possible")
+        forged.append(flood_run(ctx, p, pid, "forged", max_secs, hb=hb, renew_re=renew_re))
+    finally:
+        hb.stop()
+        sender.close()
+    v_ok = "Dis" not in [w for w in p.members() if w["name"] == v_url][0]["flags"]
+    v_evicted = p.count_log(r"evicted backend %s" % re.escape(v_url))
+    out["forged"] = forged
+    out["v_enabled"], out["v_evictions"] = v_ok, v_evicted
+    ctx.check_log(p, "control/forged proxy")
+    bl.stop_quietly(p)
+
+    # valid: re-announcements of a fixed fleet of 50 members
+    udp = bl.free_port()
+    p = ctx.track(bl.Proxy(ctx.dir / "ctl-valid", module=ctx.module, growth=64,
+                           receiver=(udp, "30"))).start_receiver()
+    sender = bl.Sender(udp)
+    for u in fleet:
+        sender.announce(u)
+    bl.wait_for(lambda: p.count_log(r"BCN00030: added backend") >= len(fleet), 20,
+                "50 members added")
+    sender.close()
+    pid = p.receiver_pid()
+    valid = []
+    for rate in ladder:
+        log(f"control: valid at {rate}/s")
+        valid.append(flood_run(ctx, p, pid, "valid", step, rate, urls_file=urls_file))
+    log("control: valid, as fast as possible")
+    valid.append(flood_run(ctx, p, pid, "valid", max_secs, urls_file=urls_file))
+    out["valid"] = valid
+    ctx.check_log(p, "control/valid proxy")
+    bl.stop_quietly(p)
+
+    # calibration: what a bare receive loop costs here, same sender, same rate
+    calib = {}
+    for batch in (1, 64):
+        calib[batch] = sink_run(ctx, 200_000, step, batch)
+    out["calibration"] = calib
+    ctx.raw["control"] = out
+
+    goal_runs = [r for r in forged if r["target_rate"] == 200_000]
+    g = goal_runs[0] if goal_runs else None
+    lines = [f"   bench_flood (C, sendmmsg) -> receiver on 127.0.0.1; {step:g} s per paced "
+             f"rate, {max_secs:g} s unpaced; receive buffer {rb}",
+             "   drops = the socket's drop counter (/proc/net/udp); kept = (sent - drops)"
+             " / time until the socket drained;",
+             "   cpu = the receiver child's CPU time (schedstat, all threads) / that time; us/dgram = cpu / kept; "
+             "V = a live member announcing every 500 ms: accepted/sent",
+             f"   {'':7}{'target':>7}{'sent/s':>11}{'sent':>10}{'drops':>9}{'RcvbufE':>9}"
+             f"{'kept/s':>11}{'cpu':>8}{'us/dgram':>10}"]
+    lines += control_lines(forged, "forged")
+    lines += control_lines(valid, "valid")
+    lines.append(f"   highest paced rate with no drop: forged {fmt(best_clean(forged), '.0f')}/s,"
+                 f" valid {fmt(best_clean(valid), '.0f')}/s; unpaced kept up with forged "
+                 f"{forged[-1]['kept_rate']:.0f}/s, valid {valid[-1]['kept_rate']:.0f}/s")
+    at200 = {r["mode"]: r["us_per_dgram"] for r in forged + valid
+             if r["target_rate"] == 200_000}
+    if at200:
+        us = max(at200.values())
+        lines.append("   receiver CPU at 200k/s: "
+                     + ", ".join(f"{m} {v:.2f}" for m, v in at200.items())
+                     + f" us/datagram, i.e. about {1e6 / us / 1000:.0f}k/s on a core of its own")
+    c64, c1 = calib.get(64, {}), calib.get(1, {})
+    lines.append(f"   floor: the same sender into a bare poll + recvmmsg(64) loop like the "
+                 f"receiver's, verifying nothing (bench_flood --mode sink), 200k/s: "
+                 f"{fmt(c64.get('us_per_dgram'), '.2f')} us/datagram "
+                 f"(with one recvfrom per datagram: {fmt(c1.get('us_per_dgram'), '.2f')})")
+    lines.append(f"   V after the forged floods: {'enabled' if v_ok else 'DISABLED'}, "
+                 f"evicted {v_evicted} time(s)")
+    if g:
+        lost = g["v_sent"] - g["v_accepted"]
+        met = g["drops"] == 0 and lost == 0 and g["send_rate"] >= 195_000 and v_ok
+        ctx.goal("control", ">= 200,000 forged/s on one core, no valid announcement lost",
+                 met, f"sent {g['send_rate']:.0f}/s, {g['drops']} dropped, receiver cpu "
+                 f"{100 * g['cpu_share']:.0f}% of a core, V lost {lost}, "
+                 f"V {'enabled' if v_ok else 'DISABLED'}")
+    return lines
+
+
+# ---- 3. convergence ----------------------------------------------------------------
+
+def poll_until(poller, name, t0, timeout=5.0):
+    """Polls until a response comes from `name`; seconds since t0, or None."""
+    deadline = t0 + timeout
+    polls = 0
+    while time.monotonic() < deadline:
+        t = time.monotonic()
+        status, body = poller.get()
+        polls += 1
+        if status == 200 and bl.body_name(body) == name:
+            now = time.monotonic()
+            poller.last_rtt = now - t
+            return now - t0, polls
+    return None, polls
+
+
+def bench_convergence(ctx):
+    why = bl.ensure_packages(["haproxy"])
+    trials = 5 if ctx.quick else 30
+    timeout = 1.0
+    tail = 0.25  # how long to keep polling after the lease lapsed
+    site = ctx.site(max(104, trials + 2))
+    udp = bl.free_port()
+    p = ctx.track(bl.Proxy(ctx.dir / "conv-beacon", module=ctx.module, growth=trials + 4,
+                           members=[site.member_url(0)],
+                           receiver=(udp, f"{int(timeout * 1000)}ms"))).start_receiver()
+    ha = None
+    if why:
+        ctx.notes.append(f"convergence: HAProxy not measured: haproxy missing ({why})")
+    else:
+        ha = ctx.track(bl.HAProxy(ctx.dir / "conv-haproxy", [("base", site.ports[0])])).start()
+    sender = bl.Sender(udp)
+    pb = bl.Poller(p.port)
+    ph = bl.Poller(ha.port) if ha else None
+    sent_at = {}
+    res = {"join": [], "join_polls": [], "join_last_rtt": [], "added": [], "evict": [],
+           "haproxy_join": [], "haproxy_polls": [], "haproxy_last_rtt": [],
+           "poll_rtt_ms": [], "failures": []}
+    try:
+        for i in range(1, trials + 1):
+            url, name = site.member_url(i), site.names[i]
+            # beacon: first datagram -> first request served by the new member
+            dg = sender.datagram(url)
+            t0, wall = time.monotonic(), time.time()
+            sender.send(dg)
+            join, polls = poll_until(pb, name, t0)
+            sent_at[url] = wall
+            if join is None:
+                res["failures"].append(f"beacon join of {url} not seen in 5 s")
+                continue
+            res["join"].append(join)
+            res["join_polls"].append(polls)
+            res["join_last_rtt"].append(pb.last_rtt)
+            # beacon: last datagram -> last request it gets after the timeout
+            dg = sender.datagram(url)
+            t_last = time.monotonic()
+            sender.send(dg)
+            last_hit, n, t_start = None, 0, time.monotonic()
+            while time.monotonic() < t_last + timeout + tail:
+                status, body = pb.get()
+                n += 1
+                if bl.body_name(body) == name:
+                    last_hit = time.monotonic()
+            res["poll_rtt_ms"].append(1e3 * (time.monotonic() - t_start) / max(1, n))
+            if last_hit is None:
+                res["failures"].append(f"{url}: no request reached it after the join")
+            else:
+                res["evict"].append(last_hit - (t_last + timeout))
+            # HAProxy: runtime API add + enable -> first request served
+            if ha:
+                sname = f"s{i}"
+                s = ha.connect_api()
+                cmd = f"add server be/{sname} 127.0.0.1:{site.ports[i]}; enable server be/{sname}\n"
+                t0 = time.monotonic()
+                s.sendall(cmd.encode())
+                join, polls = poll_until(ph, name, t0)
+                reply = ha.read_reply(s)
+                if join is None:
+                    res["failures"].append(f"haproxy join of {sname} not seen: {reply.strip()}")
+                else:
+                    res["haproxy_join"].append(join)
+                    res["haproxy_polls"].append(polls)
+                    res["haproxy_last_rtt"].append(ph.last_rtt)
+                ha.api(f"disable server be/{sname}")
+            log(f"convergence: trial {i}/{trials}")
+    finally:
+        pb.close()
+        if ph:
+            ph.close()
+        sender.close()
+    evicted = p.count_log(r"BCN00035: evicted backend")
+    # where the join goes: datagram -> "added" log line (its microsecond
+    # time stamp) -> first request served
+    for m in re.finditer(r"^\[([^\]]+)\] .*BCN00030: added backend (\S+) ",
+                         p.error_log(), re.M):
+        if m.group(2) in sent_at:
+            try:
+                t = datetime.datetime.strptime(m.group(1), "%a %b %d %H:%M:%S.%f %Y")
+                res["added"].append(t.timestamp() - sent_at[m.group(2)])
+            except ValueError:
+                pass
+    ctx.check_log(p, "convergence/beacon proxy")
+    ctx.raw["convergence"] = res
+
+    def ms_row(title, xs, extra=""):
+        if not xs:
+            return f"   {title:34} no data"
+        return (f"   {title:34}{len(xs):>4}{1e3 * bl.pct(xs, 50):>9.2f}{1e3 * bl.pct(xs, 99):>9.2f}"
+                f"   ({rng(xs, '.2f', 1e3)}){extra}")
+    lines = [f"   {trials} trials, each a new backend; client: one keep-alive connection "
+             f"polling GET /f (round trip median {fmt(bl.median(res['poll_rtt_ms']), '.2f')} ms);",
+             f"   p99 is nearest-rank (of {trials}: the largest); times in ms",
+             f"   {'':34}{'n':>4}{'p50':>9}{'p99':>9}   (min-max)",
+             ms_row("beacon join: datagram -> served", res["join"],
+                    f"  polls {fmt(bl.median(res['join_polls']), '.0f')}"),
+             ms_row("  datagram -> added (log time)", res["added"]),
+             ms_row("  the serving request's round trip", res["join_last_rtt"]),
+             ms_row("HAProxy join: add+enable -> served", res["haproxy_join"],
+                    f"  polls {fmt(bl.median(res['haproxy_polls']), '.0f')}"),
+             ms_row("  the serving request's round trip", res["haproxy_last_rtt"]),
+             ms_row("beacon eviction, after the timeout", res["evict"],
+                    f"  evictions logged: {evicted}"),
+             f"     (last response from it - (its last datagram + ProxyBeaconTimeout "
+             f"{timeout:g} s))"]
+    if res["failures"]:
+        lines.append(f"   failures: {len(res['failures'])}, e.g. {res['failures'][0]}")
+    j, h, e = res["join"], res["haproxy_join"], res["evict"]
+    if j and h:
+        ctx.goal("convergence", "beacon join p50 <= HAProxy join p50",
+                 bl.pct(j, 50) <= bl.pct(h, 50),
+                 f"{1e3 * bl.pct(j, 50):.2f} ms vs {1e3 * bl.pct(h, 50):.2f} ms")
+    elif j:
+        ctx.goal("convergence", "beacon join p50 <= HAProxy join p50", None,
+                 "HAProxy not measured")
+    if j:
+        ctx.goal("convergence", "beacon join p99 < 10 ms", bl.pct(j, 99) < 0.010,
+                 f"{1e3 * bl.pct(j, 99):.2f} ms")
+    if e:
+        ctx.goal("convergence", "eviction within 100 ms after the timeout",
+                 bl.pct(e, 99) <= 0.100 and len(e) == len(j),
+                 f"p99 {1e3 * bl.pct(e, 99):.2f} ms, max {1e3 * max(e):.2f} ms")
+    return lines
+
+
+# ---- 4. footprint ------------------------------------------------------------------
+
+def proxy_memory(proxy):
+    kids = proxy.child_pids()
+    parent = bl.memory(proxy.pid)
+    rss = pss = 0
+    for k in kids:
+        m = bl.memory(k)
+        rss += m.get("Rss", 0)
+        pss += m.get("Pss", 0)
+    return {"children": len(kids), "rss_kib": rss, "pss_kib": pss,
+            "parent_rss_kib": parent.get("Rss", 0), "parent_pss_kib": parent.get("Pss", 0)}
+
+
+def sampled_memory(proxy, quick):
+    """Memory twice: "synced", after requests to balancer-manager in every
+    child (each syncs the members, no backend connection is opened), and
+    "loaded", the median of 1 (quick) or 3 samples each after wrk load
+    through the members (children differ in how many backends they happened
+    to connect to, hence the samples)."""
+    load(proxy, quick, "/balancer-manager")
+    synced = proxy_memory(proxy)
+    samples = []
+    for _ in range(1 if quick else 3):
+        load(proxy, quick)
+        samples.append(proxy_memory(proxy))
+    out = {k: int(bl.median([x[k] for x in samples])) for k in samples[0]}
+    out["samples"] = samples
+    out["synced"] = synced
+    return out
+
+
+def load(proxy, quick, path=bl.FILE_PATH):
+    """Requests through every child: each syncs its members."""
+    # balancer-manager ignores (and logs) requests without a same-site Referer
+    headers = [f"Referer: {proxy.url}/balancer-manager"]
+    if shutil.which("wrk"):
+        bl.run_wrk(proxy.port, 1 if quick else 2, 2, 16, path=path, headers=headers)
+    else:
+        for _ in range(300):
+            proxy.get(path, headers=dict([headers[0].split(": ", 1)]))
+
+
+def bench_footprint(ctx):
+    members = 100
+    site = ctx.site()
+    urls = [site.member_url(i) for i in range(members)]
+    mem = {}
+    # without the module: the same 100 members, configured statically
+    p = ctx.track(bl.Proxy(ctx.dir / "fp-static", members=urls, growth=4)).start()
+    mem["static"] = sampled_memory(p, ctx.quick)
+    ctx.check_log(p, "footprint/static proxy")
+    bl.stop_quietly(p)
+
+    udp = bl.free_port()
+    p = ctx.track(bl.Proxy(ctx.dir / "fp-beacon", module=ctx.module, growth=members,
+                           receiver=(udp, "30"))).start_receiver()
+    sender = bl.Sender(udp)
+    for u in urls:
+        sender.announce(u)
+    sender.close()
+    bl.wait_for(lambda: p.count_log(r"BCN00030: added backend") >= members, 30,
+                f"{members} members added")
+    wait_members(p, urls)
+    mem["beacon"] = sampled_memory(p, ctx.quick)
+
+    # receiver CPU per 1,000 announcements (re-announcements of the 100):
+    # one at a time, each waking the receiver, and in sendmmsg bursts
+    cpu = []
+    if ctx.flood:
+        pid = p.receiver_pid()
+        idle_s = 1.0 if ctx.quick else 3.0
+        urls_file = ctx.dir / "fp-urls.txt"
+        urls_file.write_text("\n".join(urls) + "\n")
+        c0, t0 = bl.cpu_seconds(pid), time.monotonic()
+        time.sleep(idle_s)
+        idle_rate = (bl.cpu_seconds(pid) - c0) / (time.monotonic() - t0)
+        plans = ([(1000, 1, 1000), (10000, 64, 5000)] if ctx.quick
+                 else [(1000, 1, 3000), (10000, 64, 30000)])
+        for rate, batch, count in plans:
+            s0 = bl.udp_socket(udp)["drops"]
+            c2, t2 = bl.cpu_seconds(pid), time.monotonic()
+            f = flood(ctx, udp, "valid", count / rate + 30, rate=rate, count=count,
+                      urls_file=urls_file, batch=batch)
+            bl.wait_for(lambda: bl.udp_socket(udp)["rx_queue"] == 0, 10, "drain",
+                        interval=0.005)
+            time.sleep(0.05)
+            c3, t3 = bl.cpu_seconds(pid), time.monotonic()
+            used = c3 - c2
+            cpu.append({"rate": rate, "batch": batch, "sent": f["sent"],
+                        "send_rate": f["rate"], "drops": bl.udp_socket(udp)["drops"] - s0,
+                        "idle_rate": idle_rate, "cpu_seconds": used, "seconds": t3 - t2,
+                        "ms_per_1000": 1e6 * used / f["sent"],
+                        "net_ms_per_1000": 1e6 * (used - idle_rate * (t3 - t2)) / f["sent"]})
+    ctx.check_log(p, "footprint/beacon proxy")
+    bl.stop_quietly(p)
+    ctx.raw["footprint"] = {"memory": mem, "cpu": cpu}
+
+    lines = [f"   {members} members; KiB from /proc/<pid>/smaps_rollup, summed over the "
+             "children (parent: its own figure)",
+             "   synced: after requests to /balancer-manager in every child (members "
+             "synced, no backend connection)",
+             f"   loaded: after wrk through the members, median of "
+             f"{len(mem['static']['samples'])} samples (PSS range)",
+             f"   {'':36}{'children':>9}{'RSS':>9}{'PSS':>9}{'RSS/child':>10}"
+             f"{'parent RSS':>11}{'PSS':>7}"]
+    for key, title in (("static", "static members, no module"),
+                       ("beacon", "beacon members, module")):
+        for when in ("synced", "loaded"):
+            m = mem[key]["synced"] if when == "synced" else mem[key]
+            extra = ("" if when == "synced" else
+                     f"   ({rng([x['pss_kib'] for x in m['samples']], '.0f')})")
+            lines.append(f"   {title + ', ' + when:36}{m['children']:>9}{m['rss_kib']:>9}"
+                         f"{m['pss_kib']:>9}{m['rss_kib'] // max(1, m['children']):>10}"
+                         f"{m['parent_rss_kib']:>11}{m['parent_pss_kib']:>7}{extra}")
+    for when in ("synced", "loaded"):
+        a = mem["static"]["synced"] if when == "synced" else mem["static"]
+        b = mem["beacon"]["synced"] if when == "synced" else mem["beacon"]
+        d_rss = (b["rss_kib"] / max(1, b["children"]) - a["rss_kib"] / max(1, a["children"]))
+        lines.append(f"   beacon - static, {when}: {d_rss:+.0f} KiB RSS per child, "
+                     f"{b['pss_kib'] + b['parent_pss_kib'] - a['pss_kib'] - a['parent_pss_kib']:+d}"
+                     " KiB PSS in all (children and parent)")
+    if cpu:
+        lines.append(f"   receiver CPU per 1,000 announcements (the owner child, idle "
+                     f"{1e3 * cpu[0]['idle_rate']:.2f} ms/s subtracted for 'net'):")
+        for c in cpu:
+            how = ("one datagram at a time, each wakes the receiver" if c["batch"] == 1
+                   else f"bursts of {c['batch']} (sendmmsg)")
+            lines.append(f"     {c['sent']:>6.0f} at {c['send_rate']:>6.0f}/s, {how:47}"
+                         f"{c['ms_per_1000']:>7.2f} ms, net {c['net_ms_per_1000']:.2f} ms;"
+                         f" {c['drops']} dropped")
+    else:
+        lines.append(f"   receiver CPU: not measured ({ctx.flood_error})")
+    return lines
+
+
+# ---- report ------------------------------------------------------------------------
+
+TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)",
+          "request": "1. Request path: throughput and latency through the proxy",
+          "control": "2. Control path: datagrams/s the receiver drains and verifies",
+          "convergence": "3. Convergence: join and eviction latency",
+          "footprint": "4. Footprint: memory and receiver CPU"}
+ORDER = ("request", "control", "convergence", "footprint", "library")
+
+
+def header(ctx, started, load_before, elapsed):
+    m = bl.machine()
+    apache = bl.tool_version(["/usr/sbin/apache2", "-v"], r"Apache/(\S+)")
+    wrk = bl.tool_version(["wrk", "-v"], r"wrk (?:debian/)?(\S+)") if shutil.which("wrk") else None
+    hap = bl.haproxy_version() if shutil.which("haproxy") else None
+    cmd = "make bench" + (" BENCH_ARGS=--quick" if ctx.quick else "")
+    return [
+        f"mod_proxy_beacon benchmarks  {time.strftime('%Y-%m-%d %H:%M %Z', time.localtime(started))}"
+        f"  ({'QUICK smoke run: figures not for quoting' if ctx.quick else 'full run'})",
+        f"command:  {cmd}  (bench/run_bench.py {' '.join(sys.argv[1:])}), {elapsed:.0f} s",
+        f"machine:  {m['online']} cores online of {m['cpus']}, {m['model']}, "
+        f"{fmt(m['mem_gib'], '.0f')} GiB, {m['kernel']}; shared and noisy: "
+        f"load avg {'/'.join(load_before)} before, {'/'.join(bl.loadavg())} after",
+        f"software: Apache/{apache} (event MPM), HAProxy {hap or '-'}, wrk {wrk or '-'}, "
+        f"net.core.rmem_max {m['rmem_max']}",
+        "all traffic on 127.0.0.1; client, proxy and backends share the same cores",
+    ]
+
+
+def report(ctx, sections, started, load_before):
+    elapsed = time.time() - started
+    out = header(ctx, started, load_before, elapsed)
+    out.append("")
+    out.append("Goals")
+    for sec, text, met, detail in ctx.goals:
+        mark = {True: "met   ", False: "MISSED", None: "n/a   "}[met]
+        out.append(f"   {mark} {text}: {detail}")
+    if not ctx.goals:
+        out.append("   (none evaluated)")
+    for key in ORDER:
+        if key not in sections:
+            continue
+        out.append("")
+        out.append(TITLES[key])
+        out += sections[key]
+    if ctx.notes:
+        out.append("")
+        out.append("Notes")
+        out += [f"   {n}" for n in ctx.notes]
+    return "\n".join(out) + "\n"
+
+
+def write_atomic(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smoke run, about a minute")
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help=f"comma-separated subset of {','.join(SECTIONS)}")
+    ap.add_argument("--build", default="build", help="the cmake/apxs build tree")
+    ap.add_argument("--out", default=str(bl.BENCH / "results" / "latest.txt"))
+    ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    args = ap.parse_args()
+    only = [s for s in args.only.split(",") if s]
+    bad = set(only) - set(SECTIONS)
+    if bad:
+        ap.error(f"unknown section(s) {','.join(sorted(bad))}")
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, on_signal)
+    bl.set_subreaper()
+    ctx = Ctx(args)
+    started, load_before = time.time(), bl.loadavg()
+    if not Path(ctx.module).is_file() and set(only) - {"library"}:
+        ctx.notes.append(f"{ctx.module} is not built: run `make module`")
+    build_flood(ctx)
+    sections = {}
+    funcs = {"library": bench_library, "request": bench_request, "control": bench_control,
+             "convergence": bench_convergence, "footprint": bench_footprint}
+    try:
+        for key in [k for k in ORDER if k in only]:
+            log(f"{key}: start")
+            t = time.monotonic()
+            try:
+                sections[key] = funcs[key](ctx)
+            except Skip as e:
+                sections[key] = [f"   not run: {e}"]
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:  # noqa: BLE001 - report, go on
+                tb = traceback.format_exc().strip().splitlines()
+                first = (str(e).strip().splitlines() or [""])[0]
+                sections[key] = [f"   ERROR: {type(e).__name__}: {first[:300]}",
+                                 f"   at {tb[-3].strip() if len(tb) > 2 else ''}"]
+                log("".join(traceback.format_exc()))
+            finally:
+                ctx.stop_all()
+            log(f"{key}: done in {time.monotonic() - t:.0f} s")
+    finally:
+        ctx.stop_all()
+        if args.keep:
+            log(f"scratch files kept in {ctx.dir}")
+        else:
+            shutil.rmtree(ctx.dir, ignore_errors=True)
+    text = report(ctx, sections, started, load_before)
+    out = Path(args.out)
+    write_atomic(out, text)
+    raw = {"quick": ctx.quick, "goals": ctx.goals, "notes": ctx.notes, "raw": ctx.raw,
+           "machine": bl.machine()}
+    write_atomic(out.with_suffix(".json"), json.dumps(raw, indent=1, default=str) + "\n")
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
