@@ -14,11 +14,17 @@
 
 #include <apr_network_io.h>
 #include <apr_shm.h>
+#include <apr_thread_mutex.h>
 #include <apr_strings.h>
 #include <mod_watchdog.h>
 #include <unistd.h>
 
 #define SEND_ERROR_LOG_EVERY apr_time_from_sec(60)
+#define TICK apr_time_from_msec(100)      /* mod_watchdog's own slice */
+/* A second announcement this soon after start: after a graceful restart the
+ * old generation's state=leaving can arrive after the new one's first
+ * announcement, and this one re-enables the member. */
+#define CATCH_UP apr_time_from_sec(1)
 
 typedef struct {
     const char *spec;     /* "host:port" as configured */
@@ -37,12 +43,21 @@ struct beacon_sender {
     apr_int64_t last_ts;
     apr_int64_t seq;
     volatile int owner;   /* this child holds the singleton */
+    apr_time_t next_due;  /* the next regular announcement */
     beacon_sender_status *shared;
     beacon_sender *next;
 };
 
 static beacon_sender *senders;
 static int sender_count;
+/*
+ * Taken for every announcement. When a child exits, mod_watchdog's threads
+ * are not joined (they live in pconf), so the exit's state=leaving could
+ * cross a regular announcement that would re-enable the member: the lock
+ * and the flag make the leaving announcement the last one.
+ */
+static apr_thread_mutex_t *send_lock;
+static int sending_stopped;
 
 /* One datagram to every peer; a failing peer costs a log line, no more. */
 static void announce(beacon_sender *snd, const char *state, apr_pool_t *p)
@@ -101,28 +116,41 @@ static void announce(beacon_sender *snd, const char *state, apr_pool_t *p)
     }
 }
 
+static void announce_unless_stopped(beacon_sender *snd, apr_pool_t *p)
+{
+    apr_thread_mutex_lock(send_lock);
+    if (!sending_stopped) {
+        announce(snd, NULL, p);
+    }
+    apr_thread_mutex_unlock(send_lock);
+}
+
+/* Called every TICK; announces when due. */
 static apr_status_t sender_callback(int state, void *data, apr_pool_t *p)
 {
     beacon_sender *snd = data;
+    apr_time_t now = apr_time_now();
 
     switch (state) {
     case AP_WATCHDOG_STATE_STARTING:
         snd->owner = 1;
         snd->shared->owner_pid = getpid();
         /* the first announcement goes out now, not one interval later */
-        announce(snd, NULL, p);
+        announce_unless_stopped(snd, p);
+        snd->next_due = now + (snd->conf->interval < CATCH_UP ? snd->conf->interval
+                                                              : CATCH_UP);
         break;
     case AP_WATCHDOG_STATE_RUNNING:
-        announce(snd, NULL, p);
+        if (now >= snd->next_due) {
+            announce_unless_stopped(snd, p);
+            snd->next_due = now + snd->conf->interval;
+        }
         break;
     }
     return APR_SUCCESS;
 }
 
-/*
- * Runs when the child exits (stop, graceful restart, idle reaping), after
- * mod_watchdog joined its threads, so it never races a regular announcement.
- */
+/* Runs when the child exits (stop, graceful restart, idle reaping). */
 static apr_status_t send_leaving(void *data)
 {
     beacon_sender *snd;
@@ -132,12 +160,15 @@ static apr_status_t send_leaving(void *data)
     if (apr_pool_create(&p, NULL) != APR_SUCCESS) {
         return APR_SUCCESS;
     }
+    apr_thread_mutex_lock(send_lock);
+    sending_stopped = 1;
     for (snd = senders; snd; snd = snd->next) {
         if (snd->owner) {
             announce(snd, "leaving", p);
             snd->owner = 0;
         }
     }
+    apr_thread_mutex_unlock(send_lock);
     apr_pool_destroy(p);
     return APR_SUCCESS;
 }
@@ -182,8 +213,7 @@ static apr_status_t start_sender(apr_pool_t *pconf, beacon_sender *snd,
                       apr_psprintf(pconf, "_proxy_beacon_sender_%d", index),
                       0, 1, pconf);
     if (rv == APR_SUCCESS) {
-        rv = register_callback(watchdog, snd->conf->interval, snd,
-                               sender_callback);
+        rv = register_callback(watchdog, TICK, snd, sender_callback);
     }
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, snd->s, BCNLOGNO(00103)
@@ -202,6 +232,7 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
 
     senders = NULL;
     sender_count = 0;
+    send_lock = NULL;
     apr_gethostname(hostname, sizeof(hostname), pconf);
     for (s = main_s; s; s = s->next) {
         beacon_server_conf *conf = beacon_conf(s);
@@ -234,6 +265,11 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
                          "ProxyBeaconAdvertise is not set (%s): this server "
                          "sends heartbeats only and joins no balancer",
                          conf->where);
+        }
+        if (send_lock == NULL &&
+            apr_thread_mutex_create(&send_lock, APR_THREAD_MUTEX_DEFAULT, pconf)
+            != APR_SUCCESS) {
+            return APR_EGENERAL;
         }
         if (start_sender(pconf, snd, index++) != APR_SUCCESS) {
             return APR_EGENERAL;

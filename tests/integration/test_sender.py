@@ -105,3 +105,16 @@ def test_beaconctl_send_joins_and_leaves_like_a_module_sender(httpd_factory,
         assert sender.wait(10) == 0, sender.stderr.read()
     proxy.wait_log(r"backend leaving %s" % b.url)
     assert not enabled(proxy.worker(b.url))
+
+
+def test_a_backends_graceful_restart_keeps_it_in_rotation_within_a_second(httpd_factory):
+    """The old generation says it is leaving; the new one announces at once
+    and again one second later, whichever of them the proxy sees last."""
+    proxy, ann = make_proxy(httpd_factory)
+    backend = sender_httpd(httpd_factory, [f"127.0.0.1:{ann.addr[1]}"], interval="30")
+    url = f"http://127.0.0.1:{backend.port}"
+    backend.start()
+    wait_member(proxy, url)
+    backend.graceful()
+    proxy.wait_log(r"backend leaving %s" % url)
+    wait_member(proxy, url, timeout=3)
