@@ -2,16 +2,18 @@
 
 /*
  * The sender: a backend with ProxyBeaconAddress announces its own origin to
- * every proxy named, from a mod_watchdog singleton, once at start-up and
+ * every proxy named, from mod_watchdog singletons, once at start-up and
  * then every ProxyBeaconInterval. It needs no proxy module at all.
  *
- * Each sending server gets a watchdog instance (a thread) of its own, so a
- * slow name lookup for one server never delays another's announcements,
- * nor the receiver.
+ * Each proxy named gets a lane: a watchdog instance, so a thread, of its
+ * own, with its own seq and ts. A name that does not resolve, or resolves
+ * slowly, then delays only its own proxy's announcements, never another
+ * proxy's, another server's or the receiver's.
  */
 
 #include "mod_proxy_beacon.h"
 
+#include <apr_atomic.h>
 #include <apr_network_io.h>
 #include <apr_shm.h>
 #include <apr_thread_mutex.h>
@@ -26,52 +28,87 @@
  * announcement, and this one re-enables the member. */
 #define CATCH_UP apr_time_from_sec(1)
 
-typedef struct {
-    const char *spec;     /* "host:port" as configured */
+typedef struct beacon_sender beacon_sender;
+
+/* One proxy of one sending server. */
+typedef struct beacon_lane beacon_lane;
+struct beacon_lane {
+    beacon_sender *snd;
+    const char *spec;          /* "host:port" as configured */
     char *host;
     apr_port_t port;
+    apr_int64_t last_ts;
+    apr_int64_t seq;
+    apr_time_t next_due;       /* the next regular announcement */
     apr_time_t last_error_log;
-} beacon_peer;
+    volatile int owner;        /* this child holds the lane's singleton */
+    /*
+     * Taken for every announcement. When a child exits, mod_watchdog's
+     * threads are not joined (they live in pconf), so the exit's
+     * state=leaving could cross a regular announcement that would re-enable
+     * the member: the lock and the flag make leaving the last one.
+     */
+    apr_thread_mutex_t *lock;
+    int stopped;
+    beacon_lane *next;         /* all lanes, of every sender */
+};
 
-typedef struct beacon_sender beacon_sender;
 struct beacon_sender {
     server_rec *s;
     beacon_server_conf *conf;
     const char *hostname;
-    beacon_peer *peers;
-    int npeers;
-    apr_int64_t last_ts;
-    apr_int64_t seq;
-    volatile int owner;   /* this child holds the singleton */
-    apr_time_t next_due;  /* the next regular announcement */
     beacon_sender_status *shared;
     beacon_sender *next;
 };
 
 static beacon_sender *senders;
+static beacon_lane *lanes;
 static int sender_count;
-/*
- * Taken for every announcement. When a child exits, mod_watchdog's threads
- * are not joined (they live in pconf), so the exit's state=leaving could
- * cross a regular announcement that would re-enable the member: the lock
- * and the flag make the leaving announcement the last one.
- */
-static apr_thread_mutex_t *send_lock;
-static int sending_stopped;
 
-/* One datagram to every peer; a failing peer costs a log line, no more. */
-static void announce(beacon_sender *snd, const char *state, apr_pool_t *p)
+static void count_send(beacon_sender *snd, apr_status_t rv, apr_time_t now)
 {
+    if (rv == APR_SUCCESS) {
+        apr_atomic_inc32(&snd->shared->sent);
+        snd->shared->last_sent = now;
+    }
+    else {
+        apr_atomic_inc32(&snd->shared->errors);
+    }
+}
+
+static apr_status_t send_datagram(beacon_lane *lane, const char *buf,
+                                  apr_size_t len, apr_pool_t *p)
+{
+    apr_sockaddr_t *sa;
+    apr_socket_t *sock;
+    apr_status_t rv;
+
+    rv = apr_sockaddr_info_get(&sa, lane->host, APR_UNSPEC, lane->port, 0, p);
+    if (rv == APR_SUCCESS) {
+        rv = apr_socket_create(&sock, sa->family, SOCK_DGRAM, APR_PROTO_UDP, p);
+    }
+    if (rv == APR_SUCCESS) {
+        rv = apr_socket_sendto(sock, sa, 0, buf, &len);
+        apr_socket_close(sock);
+    }
+    return rv;
+}
+
+/* One datagram to the lane's proxy; a failure costs a log line, no more. */
+static void announce(beacon_lane *lane, const char *state, apr_pool_t *p)
+{
+    beacon_sender *snd = lane->snd;
     beacon_announcement_t a;
     char buf[BEACON_MAX_DATAGRAM + 1];
     apr_time_t now = apr_time_now();
-    int len, i;
+    apr_status_t rv;
+    int len;
 
     a.url = snd->conf->advertise;
     a.host = snd->hostname;
     a.pid = getpid();
-    a.seq = snd->seq++;
-    a.ts = beacon_next_ts(&snd->last_ts, now);
+    a.seq = lane->seq++;
+    a.ts = beacon_next_ts(&lane->last_ts, now);
     a.state = state;
     len = beacon_format(buf, sizeof(buf), &a, &snd->conf->keys[0]);
     if (len < 0) {
@@ -80,70 +117,48 @@ static void announce(beacon_sender *snd, const char *state, apr_pool_t *p)
                      "long or not printable?)", snd->hostname);
         return;
     }
-    for (i = 0; i < snd->npeers; i++) {
-        beacon_peer *peer = &snd->peers[i];
-        apr_sockaddr_t *sa;
-        apr_socket_t *sock;
-        apr_size_t n = (apr_size_t)len;
-        apr_status_t rv;
-
-        rv = apr_sockaddr_info_get(&sa, peer->host, APR_UNSPEC, peer->port, 0, p);
-        if (rv == APR_SUCCESS) {
-            rv = apr_socket_create(&sock, sa->family, SOCK_DGRAM, APR_PROTO_UDP, p);
-        }
-        if (rv == APR_SUCCESS) {
-            rv = apr_socket_sendto(sock, sa, 0, buf, &n);
-            apr_socket_close(sock);
-        }
-        if (rv == APR_SUCCESS) {
-            snd->shared->sent++;
-            snd->shared->last_sent = now;
-        }
-        else {
-            snd->shared->errors++;
-        }
-        if (rv != APR_SUCCESS &&
-            now - peer->last_error_log >= SEND_ERROR_LOG_EVERY) {
-            peer->last_error_log = now;
-            ap_log_error(APLOG_MARK, APLOG_WARNING, rv, snd->s, BCNLOGNO(00101)
-                         "cannot send beacon to %s (next report in 60 s at "
-                         "most)", peer->spec);
-        }
-        else if (rv == APR_SUCCESS) {
-            ap_log_error(APLOG_MARK, APLOG_TRACE2, 0, snd->s,
-                         "sent %.*s to %s", len, buf, peer->spec);
-        }
+    rv = send_datagram(lane, buf, (apr_size_t)len, p);
+    count_send(snd, rv, now);
+    if (rv == APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_TRACE2, 0, snd->s, "sent %.*s to %s",
+                     len, buf, lane->spec);
+    }
+    else if (now - lane->last_error_log >= SEND_ERROR_LOG_EVERY) {
+        lane->last_error_log = now;
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, snd->s, BCNLOGNO(00101)
+                     "cannot send beacon to %s (next report in 60 s at "
+                     "most)", lane->spec);
     }
 }
 
-static void announce_unless_stopped(beacon_sender *snd, apr_pool_t *p)
+static void announce_unless_stopped(beacon_lane *lane, apr_pool_t *p)
 {
-    apr_thread_mutex_lock(send_lock);
-    if (!sending_stopped) {
-        announce(snd, NULL, p);
+    apr_thread_mutex_lock(lane->lock);
+    if (!lane->stopped) {
+        announce(lane, NULL, p);
     }
-    apr_thread_mutex_unlock(send_lock);
+    apr_thread_mutex_unlock(lane->lock);
 }
 
 /* Called every TICK; announces when due. */
-static apr_status_t sender_callback(int state, void *data, apr_pool_t *p)
+static apr_status_t lane_callback(int state, void *data, apr_pool_t *p)
 {
-    beacon_sender *snd = data;
+    beacon_lane *lane = data;
+    apr_interval_time_t interval = lane->snd->conf->interval;
     apr_time_t now = apr_time_now();
 
     switch (state) {
     case AP_WATCHDOG_STATE_STARTING:
-        snd->owner = 1;
-        snd->shared->owner_pid = getpid();
+        lane->owner = 1;
+        lane->snd->shared->owner_pid = getpid();
         /* the first announcement goes out now, not one interval later */
-        announce_unless_stopped(snd, p);
-        snd->next_due = now + (snd->conf->interval < CATCH_UP ? snd->conf->interval
-                                                              : CATCH_UP);
+        announce_unless_stopped(lane, p);
+        lane->next_due = now + (interval < CATCH_UP ? interval : CATCH_UP);
         break;
     case AP_WATCHDOG_STATE_RUNNING:
-        if (now >= snd->next_due) {
-            announce_unless_stopped(snd, p);
-            snd->next_due = now + snd->conf->interval;
+        if (now >= lane->next_due) {
+            announce_unless_stopped(lane, p);
+            lane->next_due = now + interval;
         }
         break;
     }
@@ -153,33 +168,33 @@ static apr_status_t sender_callback(int state, void *data, apr_pool_t *p)
 /* Runs when the child exits (stop, graceful restart, idle reaping). */
 static apr_status_t send_leaving(void *data)
 {
-    beacon_sender *snd;
+    beacon_lane *lane;
     apr_pool_t *p;
 
     (void)data;
     if (apr_pool_create(&p, NULL) != APR_SUCCESS) {
         return APR_SUCCESS;
     }
-    apr_thread_mutex_lock(send_lock);
-    sending_stopped = 1;
-    for (snd = senders; snd; snd = snd->next) {
-        if (snd->owner) {
-            announce(snd, "leaving", p);
-            snd->owner = 0;
+    for (lane = lanes; lane; lane = lane->next) {
+        apr_thread_mutex_lock(lane->lock);
+        lane->stopped = 1;
+        if (lane->owner) {
+            announce(lane, "leaving", p);
+            lane->owner = 0;
         }
+        apr_thread_mutex_unlock(lane->lock);
     }
-    apr_thread_mutex_unlock(send_lock);
     apr_pool_destroy(p);
     return APR_SUCCESS;
 }
 
-static const char *split_peer(apr_pool_t *p, beacon_peer *peer)
+static const char *split_target(apr_pool_t *p, const char *spec, char **host,
+                                apr_port_t *port)
 {
     char *scope = NULL;
 
-    if (apr_parse_addr_port(&peer->host, &scope, &peer->port, peer->spec, p)
-        != APR_SUCCESS || peer->host == NULL || scope != NULL ||
-        peer->port == 0) {
+    if (apr_parse_addr_port(host, &scope, port, spec, p) != APR_SUCCESS ||
+        *host == NULL || scope != NULL || *port == 0) {
         return "ProxyBeaconAddress: expects host:port";
     }
     return NULL;
@@ -187,15 +202,13 @@ static const char *split_peer(apr_pool_t *p, beacon_peer *peer)
 
 const char *beacon_sender_check_target(apr_pool_t *p, const char *spec)
 {
-    beacon_peer peer;
+    char *host;
+    apr_port_t port;
 
-    memset(&peer, 0, sizeof(peer));
-    peer.spec = spec;
-    return split_peer(p, &peer);
+    return split_target(p, spec, &host, &port);
 }
 
-static apr_status_t start_sender(apr_pool_t *pconf, beacon_sender *snd,
-                                 int index)
+static apr_status_t start_lane(apr_pool_t *pconf, beacon_lane *lane, int index)
 {
     APR_OPTIONAL_FN_TYPE(ap_watchdog_get_instance) *get_instance =
         APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance);
@@ -205,20 +218,45 @@ static apr_status_t start_sender(apr_pool_t *pconf, beacon_sender *snd,
     apr_status_t rv;
 
     if (!get_instance || !register_callback) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, snd->s, BCNLOGNO(00102)
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, lane->snd->s, BCNLOGNO(00102)
                      "mod_watchdog is required by ProxyBeaconAddress");
         return APR_EGENERAL;
     }
-    rv = get_instance(&watchdog,
-                      apr_psprintf(pconf, "_proxy_beacon_sender_%d", index),
-                      0, 1, pconf);
+    rv = apr_thread_mutex_create(&lane->lock, APR_THREAD_MUTEX_DEFAULT, pconf);
     if (rv == APR_SUCCESS) {
-        rv = register_callback(watchdog, TICK, snd, sender_callback);
+        rv = get_instance(&watchdog,
+                          apr_psprintf(pconf, "_proxy_beacon_sender_%d", index),
+                          0, 1, pconf);
+    }
+    if (rv == APR_SUCCESS) {
+        rv = register_callback(watchdog, TICK, lane, lane_callback);
     }
     if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, snd->s, BCNLOGNO(00103)
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, lane->snd->s, BCNLOGNO(00103)
                      "mod_watchdog cannot run the beacon sender with this "
-                     "MPM: this backend will NOT announce itself");
+                     "MPM: this backend will NOT announce itself to %s",
+                     lane->spec);
+    }
+    return APR_SUCCESS;
+}
+
+/* A lane per proxy the sender names, each with its own thread. */
+static apr_status_t add_lanes(apr_pool_t *pconf, beacon_sender *snd,
+                              int *index)
+{
+    int i;
+
+    for (i = 0; i < snd->conf->targets->nelts; i++) {
+        beacon_lane *lane = apr_pcalloc(pconf, sizeof(*lane));
+
+        lane->snd = snd;
+        lane->spec = APR_ARRAY_IDX(snd->conf->targets, i, const char *);
+        split_target(pconf, lane->spec, &lane->host, &lane->port); /* checked */
+        if (start_lane(pconf, lane, (*index)++) != APR_SUCCESS) {
+            return APR_EGENERAL;
+        }
+        lane->next = lanes;
+        lanes = lane;
     }
     return APR_SUCCESS;
 }
@@ -231,14 +269,13 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
     int index = 0;
 
     senders = NULL;
+    lanes = NULL;
     sender_count = 0;
-    send_lock = NULL;
     apr_gethostname(hostname, sizeof(hostname), pconf);
     for (s = main_s; s; s = s->next) {
         beacon_server_conf *conf = beacon_conf(s);
         beacon_sender *snd;
         apr_shm_t *shm;
-        int i;
 
         if (conf->targets == NULL) {
             continue;
@@ -254,24 +291,13 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
         snd->s = s;
         snd->conf = conf;
         snd->hostname = hostname[0] ? apr_pstrdup(pconf, hostname) : NULL;
-        snd->npeers = conf->targets->nelts;
-        snd->peers = apr_pcalloc(pconf, sizeof(beacon_peer) * snd->npeers);
-        for (i = 0; i < snd->npeers; i++) {
-            snd->peers[i].spec = APR_ARRAY_IDX(conf->targets, i, const char *);
-            split_peer(pconf, &snd->peers[i]); /* checked at config time */
-        }
         if (conf->advertise == NULL) {
             ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, BCNLOGNO(00104)
                          "ProxyBeaconAdvertise is not set (%s): this server "
                          "sends heartbeats only and joins no balancer",
                          conf->where);
         }
-        if (send_lock == NULL &&
-            apr_thread_mutex_create(&send_lock, APR_THREAD_MUTEX_DEFAULT, pconf)
-            != APR_SUCCESS) {
-            return APR_EGENERAL;
-        }
-        if (start_sender(pconf, snd, index++) != APR_SUCCESS) {
+        if (add_lanes(pconf, snd, &index) != APR_SUCCESS) {
             return APR_EGENERAL;
         }
         *tail = snd;
@@ -283,7 +309,7 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
 
 void beacon_senders_child_init(apr_pool_t *pchild)
 {
-    if (senders) {
+    if (lanes) {
         apr_pool_cleanup_register(pchild, NULL, send_leaving,
                                   apr_pool_cleanup_null);
     }

@@ -277,8 +277,8 @@ static void print_senders_html(request_rec *r)
                    "<tr><th>targets</th><td>%s</td></tr>\n"
                    "<tr><th>advertise</th><td>%s</td></tr>\n"
                    "<tr><th>interval</th><td>%.3f s</td></tr>\n"
-                   "<tr><th>announcements sent</th><td>%" APR_UINT64_T_FMT "</td></tr>\n"
-                   "<tr><th>send errors</th><td>%" APR_UINT64_T_FMT "</td></tr>\n"
+                   "<tr><th>announcements sent</th><td>%u</td></tr>\n"
+                   "<tr><th>send errors</th><td>%u</td></tr>\n"
                    "</table>\n",
                    html(r->pool, targets_text(r->pool, v->conf)),
                    v->conf->advertise ? html(r->pool, v->conf->advertise)
@@ -428,8 +428,8 @@ static void print_json(request_rec *r)
         }
         ap_rputs("], \"advertise\": ", r);
         json_str_or_null(r, v->conf->advertise);
-        ap_rprintf(r, ", \"interval\": %.3f, \"sent\": %" APR_UINT64_T_FMT
-                   ", \"send_errors\": %" APR_UINT64_T_FMT ", \"owner_pid\": %"
+        ap_rprintf(r, ", \"interval\": %.3f, \"sent\": %u"
+                   ", \"send_errors\": %u, \"owner_pid\": %"
                    APR_INT64_T_FMT "}", seconds(v->conf->interval), v->shared->sent,
                    v->shared->errors, v->shared->owner_pid);
     }

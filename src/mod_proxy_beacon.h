@@ -139,9 +139,9 @@ typedef struct {
 } beacon_receiver_status;
 
 typedef struct {
-    apr_uint64_t sent, errors;
+    volatile apr_uint32_t sent, errors; /* atomic: lanes may run anywhere */
     apr_time_t last_sent;
-    apr_int64_t owner_pid;
+    apr_int64_t owner_pid;              /* of the lane that started last */
 } beacon_sender_status;
 
 /* A receiver or sender as the status pages show it. */
