@@ -222,11 +222,6 @@ void beacon_proxy_sync(beacon_target *t)
     }
 }
 
-int beacon_proxy_free_slots(beacon_target *t)
-{
-    return (int)t->b->storage->num_free_slots(t->b->wslot);
-}
-
 /*
  * Slots that BalancerPersist restored hold live workers but are not marked
  * in use; grabbing without this would hand one of them out again.
