@@ -338,3 +338,16 @@ def test_virtual_hosts_are_receivers_each_with_its_own_balancer_and_secret(
         conn.close()
     threads = set(re.findall(r"\[pid (\d+):tid (\d+)\] BCN00050", h.error_log()))
     assert len(threads) == 1, f"one watchdog thread serves both: {threads}"
+
+
+def test_a_receiver_without_mod_proxy_balancer_fails_apache2_t(httpd_factory):
+    h = httpd_factory(tail_config=receiver_config(5555, balancer=None))
+    dropped = ("LoadModule proxy_balancer_module", "LoadModule lbmethod_")
+    kept = [line for line in h.modules_config().splitlines()
+            if not line.startswith(dropped)]
+    h.modules_config = lambda: "\n".join(kept) + "\n"
+    h.proxy_config = h.manager_config = ""
+    h.proxypass_config = ""
+    rc, out = h.check_config()
+    assert rc != 0
+    assert "mod_proxy_balancer is required by ProxyBeaconListen" in out, out
