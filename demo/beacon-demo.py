@@ -263,9 +263,11 @@ class Apache:
         self.pids_seen.update(children_of(self.proc.pid))
         return self
 
-    def stop(self, timeout=STOP_TIMEOUT):
-        """SIGTERM, then wait (bounded) for the main pid and its children;
-        SIGKILL what is left. Returns the pids that had to be killed."""
+    def stop(self, timeout=STOP_TIMEOUT, sig=signal.SIGTERM):
+        """sig (SIGTERM: stop; SIGWINCH: graceful-stop, which lets requests
+        in flight finish), then wait (bounded) for the main pid and its
+        children; SIGKILL what is left. Returns the pids that had to be
+        killed."""
         if self.proc is None:
             return []
         if self.proc.poll() is not None:
@@ -273,7 +275,7 @@ class Apache:
             return []
         pids = [self.proc.pid] + children_of(self.proc.pid)
         self.pids_seen.update(pids)
-        os.kill(self.proc.pid, signal.SIGTERM)
+        os.kill(self.proc.pid, sig)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.proc.poll()
@@ -718,9 +720,12 @@ class Demo:
 
         leaver = self.backends[LEAVER - 1]
         name = f"backend {LEAVER}"
-        self.set_phase(f"stopping {name} (SIGTERM pid {leaver.pid}): it sends state=leaving")
+        # graceful-stop, as in a rolling deploy: requests in flight finish,
+        # and the exiting backend says it is leaving
+        self.set_phase(f"stopping {name} (graceful-stop, pid {leaver.pid}): "
+                       "it sends state=leaving")
         t_stop = time.monotonic()
-        killed = leaver.stop()
+        killed = leaver.stop(sig=signal.SIGWINCH)
         if killed:
             raise DemoError(f"{name} needed SIGKILL for pids {killed}")
         stopped_s = time.monotonic() - t_stop
