@@ -125,3 +125,65 @@ ifneq ($(APXS_MK),)
 	$(MAKE) -f apxs.mk BUILD=$(BUILD) clean
 endif
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+# ---- hardening: fuzzing, sanitizers inside httpd, static analysis ---------
+#   make fuzz               libFuzzer targets (fuzz/), FUZZ_SECONDS each
+#   make fuzz-replay        the seed corpus and fuzz/regressions through each
+#                           target once: a few seconds
+#   make lint               cppcheck + clang-tidy (.clang-tidy, tools/lint);
+#                           fails on any finding not in tools/lint-suppressions
+#   make check-asan-module  the integration tests against the module built
+#                           with ASan + UBSan, in stock apache2 (tools/README.md)
+FUZZ_SECONDS ?= 30
+
+.PHONY: fuzz fuzz-replay lint check-asan-module
+
+fuzz: deps
+	fuzz/run $(FUZZ_SECONDS)
+
+fuzz-replay: deps
+	fuzz/run --replay
+
+lint: deps
+	$(PYTHON) tools/lint -j $(JOBS)
+
+# libbeacon comes from the check-sanitize tree (same cmake options: Debug,
+# BEACON_SANITIZE=ON, -fPIC); apxs.mk builds the module in $(ASAN_MOD), whose
+# src/, include/ and apxs.mk are symlinks to ours, so the instrumented
+# objects never mix with the normal build's src/*.lo. WERROR=OFF: warnings
+# are the normal build's business. The tests get tools/asan-apache2 as
+# APACHE2: the runtimes are preloaded into httpd only. Reports are files in
+# $(SAN_REPORTS) (asan.<pid>, ubsan.<pid>); any file there fails the target,
+# after the tests, whether they passed or not. PYTEST_ARGS narrows the run,
+# e.g. PYTEST_ARGS="-k receiver".
+ASAN_MOD    = $(ASAN_BUILD)/mod
+ASAN_SO     = $(ASAN_MOD)/out/.libs/mod_proxy_beacon.so
+SAN_REPORTS = $(ASAN_MOD)/reports
+SAN_FLAGS   = -fsanitize=address,undefined
+ASAN_APXS   = $(APXS) -Wc,$(SAN_FLAGS) -Wc,-fno-omit-frame-pointer -Wl,$(SAN_FLAGS)
+PYTEST_ARGS ?=
+
+check-asan-module: deps
+	$(CMAKE) -S . -B $(ASAN_BUILD) $(CMAKE_ARGS) -DBEACON_SANITIZE=ON \
+		-DCMAKE_BUILD_TYPE=Debug
+	$(CMAKE) --build $(ASAN_BUILD) --target beacon --parallel $(JOBS)
+	@mkdir -p $(ASAN_MOD)/src
+	@for f in src/*.c src/*.h; do ln -sf $(CURDIR)/$$f $(ASAN_MOD)/$$f; done
+	@ln -sfn $(CURDIR)/include $(ASAN_MOD)/include
+	@ln -sf $(CURDIR)/apxs.mk $(ASAN_MOD)/apxs.mk
+	$(MAKE) -C $(ASAN_MOD) -f apxs.mk BUILD=out WERROR=OFF \
+		BEACON_LIB=$(abspath $(ASAN_BUILD))/libbeacon.a APXS="$(ASAN_APXS)"
+	@rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS) && chmod 1777 $(SAN_REPORTS)
+	@rc=0; \
+	APACHE2=$(CURDIR)/tools/asan-apache2 \
+	BEACON_MODULE=$(abspath $(ASAN_SO)) \
+	BEACON_SAN_LOG_DIR=$(abspath $(SAN_REPORTS)) \
+	BEACON_SAN_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+		$(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS) || rc=$$?; \
+	if [ -n "$$(ls -A $(SAN_REPORTS))" ]; then \
+		for f in $(SAN_REPORTS)/*; do echo "==== $$f"; cat "$$f"; done; \
+		echo "check-asan-module: sanitizer reports in $(SAN_REPORTS)" >&2; \
+		exit 1; \
+	fi; \
+	[ $$rc -eq 0 ] && echo "check-asan-module: no ASan or UBSan report"; \
+	exit $$rc

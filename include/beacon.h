@@ -52,6 +52,9 @@ const char *beacon_key_parse(const char *secret, beacon_key_t *key);
 /* Zeroes a key so that freed memory keeps no key material. */
 void beacon_key_wipe(beacon_key_t *key);
 
+/* Zeroes len bytes at p in a way the optimizer keeps (secrets on a stack). */
+void beacon_wipe(void *p, apr_size_t len);
+
 /* The 8-byte SipHash-2-4 tag of buf[0..len) under key. */
 void beacon_mac(const beacon_key_t *key, const void *buf, apr_size_t len,
                 unsigned char mac[BEACON_MAC_LEN]);

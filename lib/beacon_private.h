@@ -9,7 +9,4 @@
 /* 0-15 for a hex digit of either case, -1 otherwise. */
 int beacon_hex_value(char c);
 
-/* Zeroes key material in a way the optimizer keeps. */
-void beacon_wipe(void *p, apr_size_t len);
-
 #endif /* BEACON_PRIVATE_H */

@@ -220,7 +220,7 @@ static const char *read_secret_file(cmd_parms *cmd, const char *name,
                                     char *line, apr_size_t size)
 {
     const char *path = ap_server_root_relative(cmd->temp_pool, name);
-    apr_finfo_t finfo;
+    apr_finfo_t finfo = {0};
     apr_file_t *f;
     apr_size_t n = size - 1;
     apr_status_t rv;
@@ -268,7 +268,7 @@ static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
     if (err == NULL && (err = beacon_key_parse(arg, &conf->keys[conf->nkeys]))) {
         err = apr_pstrcat(cmd->pool, "ProxyBeaconSecret: ", err, NULL);
     }
-    memset(line, 0, sizeof(line)); /* the stack copy of a file's secret */
+    beacon_wipe(line, sizeof(line)); /* the stack copy of a file's secret */
     if (err) {
         return err;
     }

@@ -1,0 +1,447 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * libFuzzer target: the receiver, beacon_verify() and beacon_receive(),
+ * on arbitrary bytes, with the wire format's test-vector key and a lease
+ * table; beacon_verify_any() (key rotation) too when beacon.h has it
+ * (BEACON_MAX_KEYS).
+ *
+ * Each input is used three ways:
+ *  1. as it is, one datagram: almost always a MAC mismatch or earlier drop,
+ *     which is the path every forged datagram on the network takes;
+ *  2. re-signed: the input less any " mac=<16 hex>" tail, with the correct
+ *     tag appended, so that mutations reach the field parser behind the MAC;
+ *  3. as a script, one line per step, against one table per input: a line
+ *     is a datagram (re-signed as in 2) given to beacon_receive(), or a
+ *     command that drives the table's clock and housekeeping:
+ *       !tick N   the receiver's clock moves N seconds ahead
+ *       !back N   ... or N seconds back (a stepped clock; not below 0)
+ *       !fill N   beacon_table_adopt() of N synthetic members (up to 300)
+ *       !lapse    beacon_table_next_lapsed(), _release(), _next_deadline()
+ *     An accepted url's BEACON_ACT_ADD is answered with _added(),
+ *     _add_failed() or _not_managed(), chosen by the line's length mod 3.
+ *
+ * Invariants checked beyond "no crash, leak or UB":
+ *  - reasons are in range, deterministic, and follow the wire format's
+ *    order (oversize, then NUL, then frame, then MAC);
+ *  - a correctly signed datagram is never a MAC mismatch, and one that
+ *    passes under the key fails under another key;
+ *  - BEACON_OK: every span lies inside the signed part of the buffer, is
+ *    non-empty, holds no space; ts is 1-18 digits' worth and fresh;
+ *  - beacon_receive() agrees with beacon_verify() and the canonical url is
+ *    a fixed point of beacon_url_canonicalize(); the record it returns is
+ *    that url's, with the datagram's ts as high-water mark;
+ *  - the table stays consistent: count, hash chains, the free list, and
+ *    no deadline in the past after lapse + release.
+ */
+#include "fuzz_common.h"
+
+#define MAX_LINES 512
+#define TS_LIMIT APR_INT64_C(999999999999999999)
+#define PASSPHRASE "a-long-random-shared-cluster-secret"
+
+static beacon_key_t key, other;
+static beacon_table_t table; /* ~90 KiB: static, not on the stack */
+
+static void check_span(const char *what, beacon_span_t s, const char *buf,
+                       size_t signed_len)
+{
+    size_t i;
+
+    if (s.ptr == NULL) {
+        FUZZ_CHECK(s.len == 0, "absent %s with length %zu", what, s.len);
+        return;
+    }
+    FUZZ_CHECK(s.ptr > buf && s.ptr + s.len <= buf + signed_len,
+               "%s span [%td, +%zu) outside the signed part [0, %zu)", what,
+               s.ptr - buf, s.len, signed_len);
+    FUZZ_CHECK(s.len > 0, "empty %s span", what);
+    FUZZ_CHECK(s.ptr[-1] == '=', "%s span does not follow '='", what);
+    for (i = 0; i < s.len; i++) {
+        FUZZ_CHECK(s.ptr[i] != ' ', "%s span holds a space", what);
+    }
+}
+
+static void check_datagram(const char *buf, size_t len,
+                           const beacon_datagram_t *dg, apr_time_t now)
+{
+    size_t signed_len;
+
+    FUZZ_CHECK(len >= 6 + MAC_TAIL_LEN && len <= BEACON_MAX_DATAGRAM,
+               "BEACON_OK for %zu bytes", len);
+    signed_len = len - MAC_TAIL_LEN;
+    FUZZ_CHECK(memcmp(buf, "BEACON", 6) == 0, "BEACON_OK without BEACON");
+    FUZZ_CHECK(memcmp(buf + signed_len, " mac=", 5) == 0,
+               "BEACON_OK without a mac= tail");
+    check_span("url", dg->url, buf, signed_len);
+    check_span("host", dg->host, buf, signed_len);
+    check_span("pid", dg->pid, buf, signed_len);
+    check_span("seq", dg->seq, buf, signed_len);
+    check_span("state", dg->state, buf, signed_len);
+    FUZZ_CHECK(dg->ts >= 0 && dg->ts <= TS_LIMIT, "ts %lld out of range",
+               (long long)dg->ts);
+    FUZZ_CHECK(dg->ts - now <= FUZZ_SKEW && now - dg->ts <= FUZZ_SKEW,
+               "ts %lld not fresh at %lld", (long long)dg->ts, (long long)now);
+}
+
+/* A verdict reached before the MAC is checked (steps 1 and 2). */
+static int pre_mac(beacon_reason_t r)
+{
+    return r == BEACON_DROP_OVERSIZE || r == BEACON_DROP_EMBEDDED_NUL ||
+           r == BEACON_DROP_BAD_FRAME;
+}
+
+/* beacon_verify() with every cross-check; returns its reason. */
+static beacon_reason_t verify_checked(const char *buf, size_t len,
+                                      apr_time_t now, int correctly_signed)
+{
+    beacon_datagram_t dg, dg2, dgo;
+    beacon_reason_t r, r2, ro;
+
+    r = beacon_verify(buf, len, &key, now, FUZZ_SKEW, &dg);
+    FUZZ_CHECK((unsigned)r < BEACON_REASON_COUNT, "reason %d", (int)r);
+    FUZZ_CHECK(r != BEACON_DROP_UNACCEPTABLE_URL &&
+                   r != BEACON_DROP_REPLAYED_TS &&
+                   r != BEACON_DROP_TABLE_FULL && r != BEACON_DROP_NOT_MANAGED,
+               "beacon_verify gave a table-step reason: %s",
+               beacon_reason_name(r));
+    FUZZ_CHECK((r == BEACON_DROP_OVERSIZE) == (len > BEACON_MAX_DATAGRAM),
+               "oversize is about length alone: %s for %zu bytes",
+               beacon_reason_name(r), len);
+    if (len <= BEACON_MAX_DATAGRAM) {
+        FUZZ_CHECK((r == BEACON_DROP_EMBEDDED_NUL) ==
+                       (memchr(buf, '\0', len) != NULL),
+                   "embedded NUL mismatch: %s", beacon_reason_name(r));
+    }
+    if (correctly_signed) {
+        FUZZ_CHECK(r != BEACON_DROP_MAC_MISMATCH,
+                   "a correctly signed datagram is a mac mismatch");
+    }
+
+    r2 = beacon_verify(buf, len, &key, now, FUZZ_SKEW, &dg2);
+    FUZZ_CHECK(r2 == r, "not deterministic: %s then %s", beacon_reason_name(r),
+               beacon_reason_name(r2));
+    if (r == BEACON_OK) {
+        check_datagram(buf, len, &dg, now);
+        FUZZ_CHECK(memcmp(&dg, &dg2, sizeof(dg)) == 0, "spans differ on a rerun");
+    }
+
+    /* Under another key: the same pre-MAC verdict, and anything that got
+     * past the MAC under key is a mismatch under other. */
+    ro = beacon_verify(buf, len, &other, now, FUZZ_SKEW, &dgo);
+    if (pre_mac(r)) {
+        FUZZ_CHECK(ro == r, "pre-MAC verdict depends on the key: %s vs %s",
+                   beacon_reason_name(r), beacon_reason_name(ro));
+    }
+    else if (r != BEACON_DROP_MAC_MISMATCH) {
+        FUZZ_CHECK(ro == BEACON_DROP_MAC_MISMATCH,
+                   "passes under two keys: %s", beacon_reason_name(ro));
+    }
+
+#ifdef BEACON_MAX_KEYS
+    /* Key rotation (beacon_verify_any): the verdict under {other, key} is
+     * key's unless key's was a mismatch, and then it is other's. */
+    {
+        beacon_key_t both[2];
+        beacon_datagram_t dga;
+        beacon_reason_t ra, r0;
+
+        both[0] = other;
+        both[1] = key;
+        ra = beacon_verify_any(buf, len, both, 2, now, FUZZ_SKEW, &dga);
+        FUZZ_CHECK(ra == (r == BEACON_DROP_MAC_MISMATCH ? ro : r),
+                   "verify_any %s, key %s, other %s", beacon_reason_name(ra),
+                   beacon_reason_name(r), beacon_reason_name(ro));
+        if (ra == BEACON_OK) {
+            check_datagram(buf, len, &dga, now);
+        }
+        r0 = beacon_verify_any(buf, len, both, 0, now, FUZZ_SKEW, &dga);
+        FUZZ_CHECK(r0 == (pre_mac(r) ? r : BEACON_DROP_MAC_MISMATCH),
+                   "verify_any with no key: %s", beacon_reason_name(r0));
+    }
+#endif
+    return r;
+}
+
+/* The input less a " mac=" tail, re-signed under key. */
+static char *resign(const char *in, size_t len, size_t *outlen)
+{
+    size_t body = len;
+    int upper = 0;
+
+    if (len >= MAC_TAIL_LEN &&
+        memcmp(in + len - MAC_TAIL_LEN, " mac=", 5) == 0) {
+        size_t i;
+
+        body = len - MAC_TAIL_LEN;
+        for (i = body + 5; i < len; i++) {
+            upper |= in[i] >= 'A' && in[i] <= 'F';
+        }
+    }
+    return fuzz_sign(in, body, &key, upper, outlen);
+}
+
+/* ------------------------------------------------------------------ */
+/* The table                                                           */
+
+static void check_table(void)
+{
+    unsigned used = 0, free_len = 0;
+    apr_int16_t i;
+    int k;
+
+    for (k = 0; k < BEACON_TABLE_CAPACITY; k++) {
+        const beacon_record_t *r = &table.rec[k];
+
+        FUZZ_CHECK(r->state <= BEACON_REC_NOT_MANAGED, "slot %d state %d", k,
+                   (int)r->state);
+        if (r->state == BEACON_REC_FREE) {
+            continue;
+        }
+        used++;
+        FUZZ_CHECK(memchr(r->url, '\0', sizeof(r->url)) != NULL,
+                   "slot %d url not terminated", k);
+        FUZZ_CHECK(beacon_table_find(&table, r->url) == r,
+                   "slot %d (%s) not found by its url", k, r->url);
+    }
+    FUZZ_CHECK(used == table.count, "count %u, slots in use %u", table.count,
+               used);
+    for (i = table.free_head; i != -1; i = table.rec[i].next) {
+        FUZZ_CHECK(i >= 0 && i < BEACON_TABLE_CAPACITY, "free index %d", i);
+        FUZZ_CHECK(table.rec[i].state == BEACON_REC_FREE,
+                   "slot %d on the free list in state %d", i,
+                   (int)table.rec[i].state);
+        FUZZ_CHECK(++free_len <= BEACON_TABLE_CAPACITY, "free list loops");
+    }
+    FUZZ_CHECK(free_len + used == BEACON_TABLE_CAPACITY,
+               "free list %u + used %u != capacity", free_len, used);
+}
+
+/* A command's decimal argument, capped. */
+static apr_int64_t arg_of(const char *p, const char *end, apr_int64_t cap)
+{
+    apr_int64_t n = 0;
+
+    while (p < end && *p == ' ') {
+        p++;
+    }
+    while (p < end && *p >= '0' && *p <= '9' && n <= cap) {
+        n = n * 10 + (*p++ - '0');
+    }
+    return n > cap ? cap : n;
+}
+
+static int is_cmd(const char *line, size_t len, const char *cmd)
+{
+    size_t n = strlen(cmd);
+
+    return len >= n && memcmp(line, cmd, n) == 0;
+}
+
+static void lapse(apr_time_t now)
+{
+    beacon_record_t *r;
+    unsigned cursor = 0, evicted = 0;
+    apr_time_t deadline;
+
+    while ((r = beacon_table_next_lapsed(&table, now, &cursor)) != NULL) {
+        FUZZ_CHECK(r->state == BEACON_REC_EVICTED, "lapsed record state %d",
+                   (int)r->state);
+        FUZZ_CHECK(now - r->last_seen > FUZZ_TIMEOUT,
+                   "lease of %s lapsed early", r->url);
+        FUZZ_CHECK(++evicted <= BEACON_TABLE_CAPACITY, "next_lapsed loops");
+    }
+    (void)beacon_table_release(&table, now);
+    check_table();
+    deadline = beacon_table_next_deadline(&table);
+    FUZZ_CHECK(deadline == 0 || deadline > now,
+               "deadline %lld not after now %lld once lapsed and released",
+               (long long)deadline, (long long)now);
+}
+
+static void fill(apr_int64_t n, apr_time_t now)
+{
+    apr_int64_t i;
+
+    for (i = 0; i < n; i++) {
+        char url[64];
+        unsigned before = table.count;
+        beacon_reason_t r;
+
+        (void)snprintf(url, sizeof(url), "http://fill-%lld.example:%lld",
+                       (long long)i, (long long)i + 1000);
+        r = beacon_table_adopt(&table, url, i % 3 == 0, now);
+        if (r == BEACON_DROP_TABLE_FULL) {
+            FUZZ_CHECK(before == BEACON_TABLE_CAPACITY &&
+                           beacon_table_find(&table, url) == NULL,
+                       "table full with %u records", before);
+        }
+        else {
+            FUZZ_CHECK(r == BEACON_OK, "adopt: %s", beacon_reason_name(r));
+            FUZZ_CHECK(beacon_table_find(&table, url) != NULL,
+                       "adopted %s not found", url);
+        }
+    }
+}
+
+static void receive_line(const char *line, size_t len, apr_time_t now)
+{
+    beacon_event_t ev;
+    beacon_datagram_t dg;
+    beacon_reason_t r, rv;
+    size_t dglen;
+    char *dgbuf = resign(line, len, &dglen);
+
+    rv = beacon_verify(dgbuf, dglen, &key, now, table.max_skew, &dg);
+    r = beacon_receive(&table, &key, dgbuf, dglen, now, &ev);
+    if (rv != BEACON_OK) {
+        FUZZ_CHECK(r == rv, "receive %s, verify %s", beacon_reason_name(r),
+                   beacon_reason_name(rv));
+    }
+    else if (dg.url.ptr == NULL) {
+        FUZZ_CHECK(r == BEACON_OK && ev.rec == NULL && ev.url[0] == '\0' &&
+                       ev.action == BEACON_ACT_NONE,
+                   "heartbeat gave %s", beacon_reason_name(r));
+    }
+    else {
+        char canon[BEACON_URL_MAX];
+        const char *err = beacon_url_canonicalize(dg.url.ptr, dg.url.len, canon,
+                                                  sizeof(canon));
+
+        if (err != NULL) {
+            FUZZ_CHECK(r == BEACON_DROP_UNACCEPTABLE_URL && ev.url[0] == '\0',
+                       "url refused (%s) but receive gave %s", err,
+                       beacon_reason_name(r));
+        }
+        else {
+            FUZZ_CHECK(strcmp(ev.url, canon) == 0, "event url %s, canonical %s",
+                       ev.url, canon);
+            fuzz_check_fixed_point(ev.url);
+            switch (r) {
+            case BEACON_OK:
+            case BEACON_DROP_NOT_MANAGED:
+                FUZZ_CHECK(ev.rec != NULL && strcmp(ev.rec->url, ev.url) == 0,
+                           "record for %s", ev.url);
+                FUZZ_CHECK(ev.rec->high_ts == dg.ts && ev.rec->last_seen == now,
+                           "record not advanced");
+                FUZZ_CHECK((r == BEACON_DROP_NOT_MANAGED) ==
+                               (ev.action == BEACON_ACT_NOT_MANAGED),
+                           "reason %s with action %d", beacon_reason_name(r),
+                           (int)ev.action);
+                break;
+            case BEACON_DROP_REPLAYED_TS: {
+                beacon_record_t *rec = beacon_table_find(&table, ev.url);
+
+                FUZZ_CHECK(rec != NULL && rec->high_ts >= dg.ts,
+                           "replay verdict without a higher mark");
+                break;
+            }
+            case BEACON_DROP_TABLE_FULL:
+                FUZZ_CHECK(table.count == BEACON_TABLE_CAPACITY &&
+                               beacon_table_find(&table, ev.url) == NULL,
+                           "table full at %u records", table.count);
+                break;
+            default:
+                FUZZ_CHECK(0, "table step gave %s", beacon_reason_name(r));
+            }
+        }
+    }
+
+    if (r == BEACON_OK && ev.rec != NULL) {
+        switch (ev.action) {
+        case BEACON_ACT_ADD:
+            switch (len % 3) {
+            case 0:
+                beacon_table_added(ev.rec);
+                FUZZ_CHECK(ev.rec->state == BEACON_REC_ACTIVE, "added");
+                break;
+            case 1:
+                beacon_table_add_failed(ev.rec, now);
+                FUZZ_CHECK(ev.rec->state == BEACON_REC_PENDING &&
+                               ev.rec->backoff >= BEACON_BACKOFF_MIN &&
+                               ev.rec->backoff <= BEACON_BACKOFF_MAX &&
+                               ev.rec->retry_at == now + ev.rec->backoff,
+                           "add_failed: backoff %lld",
+                           (long long)ev.rec->backoff);
+                break;
+            default:
+                beacon_table_not_managed(ev.rec);
+                break;
+            }
+            break;
+        case BEACON_ACT_ENABLE:
+            FUZZ_CHECK(ev.rec->state == BEACON_REC_ACTIVE, "enable");
+            break;
+        case BEACON_ACT_DISABLE:
+            FUZZ_CHECK(ev.rec->state == BEACON_REC_EVICTED, "disable");
+            break;
+        default:
+            break;
+        }
+    }
+    free(dgbuf);
+}
+
+static void run_script(const char *data, size_t size)
+{
+    const char *p = data, *end = data + size;
+    apr_time_t now = FUZZ_NOW;
+    int lines = 0;
+
+    beacon_table_init(&table, FUZZ_TIMEOUT, FUZZ_SKEW);
+    while (p < end && lines++ < MAX_LINES) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *eol = nl ? nl : end;
+        size_t len = (size_t)(eol - p);
+
+        if (is_cmd(p, len, "!tick")) {
+            now += arg_of(p + 5, eol, APR_INT64_C(10000000)) * APR_USEC_PER_SEC;
+        }
+        else if (is_cmd(p, len, "!back")) {
+            /* Stepped back, but not before the epoch: apr_time_now()
+             * never is, and the table's contract assumes as much. */
+            now -= arg_of(p + 5, eol, APR_INT64_C(10000000)) * APR_USEC_PER_SEC;
+            now = now < 0 ? 0 : now;
+        }
+        else if (is_cmd(p, len, "!fill")) {
+            fill(arg_of(p + 5, eol, 300), now);
+            check_table();
+        }
+        else if (is_cmd(p, len, "!lapse")) {
+            lapse(now);
+        }
+        else {
+            receive_line(p, len, now);
+        }
+        p = nl ? nl + 1 : end;
+    }
+    check_table();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static int ready;
+    const char *in = (const char *)data;
+    char *dg;
+    size_t dglen;
+
+    if (!ready) {
+        key = fuzz_key(FUZZ_HEX_KEY);
+        other = fuzz_key(PASSPHRASE);
+        ready = 1;
+    }
+
+    /* 1. As it is. */
+    (void)verify_checked(in, size, FUZZ_NOW, 0);
+
+    /* 2. Re-signed. */
+    dg = resign(in, size, &dglen);
+    (void)verify_checked(dg, dglen, FUZZ_NOW, 1);
+    free(dg);
+
+    /* 3. As a script against a table. */
+    run_script(in, size);
+    return 0;
+}
