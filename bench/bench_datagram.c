@@ -8,7 +8,8 @@
  *       (verify incl. SipHash, url canonicalization, table update);
  *   (b) a forged one (wrong mac) dropped by beacon_receive();
  *   (c) beacon_mac() alone over the signed part of the same datagram,
- *       i.e. SipHash's share of (a) and (b).
+ *       i.e. SipHash's share of (a) and (b);
+ *   (d) (b) with 4 secrets configured, as during a key rotation.
  *
  * What is timed: only the calls named above, in a loop. For (a) each
  * accepted datagram needs a ts above its url's high-water mark, so
@@ -149,6 +150,31 @@ static double run_forged(const char *buf, apr_size_t len, unsigned iterations)
     for (unsigned i = 0; i < iterations; i++) {
         beacon_reason_t r = beacon_receive(&table, &key, buf, len, BASE_NOW,
                                            &ev);
+        if (r != BEACON_DROP_MAC_MISMATCH)
+            die(r == BEACON_OK ? "forged datagram accepted"
+                               : beacon_reason_name(r));
+        sink += (unsigned long)r;
+    }
+    return (now_ns() - t0) / iterations;
+}
+
+/* (d): the forged datagram against a receiver with 4 secrets (a rotation
+ * in progress): one MAC per configured key. */
+static double run_forged_4_keys(const char *buf, apr_size_t len,
+                                unsigned iterations)
+{
+    beacon_key_t keys[BEACON_MAX_KEYS];
+    beacon_event_t ev;
+    double t0;
+
+    for (unsigned k = 0; k < BEACON_MAX_KEYS; k++) {
+        keys[k] = key;
+        keys[k].bytes[0] ^= (unsigned char)(k + 1); /* none is the signer's */
+    }
+    t0 = now_ns();
+    for (unsigned i = 0; i < iterations; i++) {
+        beacon_reason_t r = beacon_receive_any(&table, keys, BEACON_MAX_KEYS,
+                                               buf, len, BASE_NOW, &ev);
         if (r != BEACON_DROP_MAC_MISMATCH)
             die(r == BEACON_OK ? "forged datagram accepted"
                                : beacon_reason_name(r));
@@ -299,6 +325,11 @@ int main(int argc, char **argv)
     snprintf(label, sizeof label, "(c) beacon_mac() alone, %zu bytes",
              (size_t)signed_len);
     report(label, ns, runs);
+
+    run_forged_4_keys(forged, len, iterations);
+    for (unsigned r = 0; r < runs; r++)
+        ns[r] = run_forged_4_keys(forged, len, iterations);
+    report("(d) forged, dropped with 4 secrets configured", ns, runs);
 
     free(ns);
     apr_terminate();
