@@ -62,18 +62,22 @@ class Announcer:
         bw.send(datagram, self.addr)
 
 
-class Heartbeat:
-    """Announces url every period seconds from a thread, like a live backend."""
+class Periodic:
+    """Calls self.tick() every period seconds from a thread, as a context
+    manager: started on entry, stopped (and joined) on exit."""
 
-    def __init__(self, announcer, url, period=0.2):
-        self.announcer, self.url, self.period = announcer, url, period
+    def __init__(self, period):
+        self.period = period
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
         while not self.stopped.is_set():
-            self.announcer.announce(self.url)
+            self.tick()
             self.stopped.wait(self.period)
+
+    def tick(self):
+        raise NotImplementedError
 
     def __enter__(self):
         self.thread.start()
@@ -81,7 +85,18 @@ class Heartbeat:
 
     def __exit__(self, *exc):
         self.stopped.set()
-        self.thread.join(5)
+        self.thread.join(10)
+
+
+class Heartbeat(Periodic):
+    """Announces url every period seconds, like a live backend."""
+
+    def __init__(self, announcer, url, period=0.2):
+        super().__init__(period)
+        self.announcer, self.url = announcer, url
+
+    def tick(self):
+        self.announcer.announce(self.url)
 
 
 def enabled(worker):

@@ -9,9 +9,9 @@ import re
 import pytest
 
 import beacon_wire as bw
-from beacon_env import (SECRET, start_receiver, Announcer, Heartbeat, enabled, fetch_until_each_answers,
-                        make_proxy, receiver_config, wait_member)
-from httpd import free_port, wait_for
+from beacon_env import (SECRET, Announcer, Heartbeat, enabled, fetch_until_each_answers,
+                        make_proxy, receiver_config, start_receiver, wait_member)
+from httpd import free_port
 
 pytestmark = pytest.mark.beacon
 

@@ -6,49 +6,37 @@ import os
 import re
 import signal
 import socket
-import threading
 import time
 
 import pytest
 
 import beacon_wire as bw
-from beacon_env import (SECRET, start_receiver, Announcer, Heartbeat, enabled, fetch_until_each_answers,
-                        receiver_config, wait_member)
+from beacon_env import (Announcer, Heartbeat, Periodic, enabled, receiver_config,
+                        start_receiver, wait_member)
 from httpd import free_port, wait_for
 
 pytestmark = pytest.mark.beacon
 
 
-class Client:
+class Client(Periodic):
     """Fetches / through the proxy in a loop and counts the answers."""
 
     def __init__(self, h, period=0.005):
-        self.h, self.period = h, period
+        super().__init__(period)
+        self.h = h
         self.ok = self.failed = 0
         self.statuses = {}
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
 
-    def _run(self):
-        while not self.stopped.is_set():
-            try:
-                status, _ = self.h.get("/", timeout=5)
-            except OSError as e:
-                status = type(e).__name__
-            self.statuses[status] = self.statuses.get(status, 0) + 1
-            if status == 200:
-                self.ok += 1
-            else:
-                self.failed += 1
-            self.stopped.wait(self.period)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stopped.set()
-        self.thread.join(10)
+    def tick(self):
+        try:
+            status, _ = self.h.get("/", timeout=5)
+        except OSError as e:
+            status = type(e).__name__
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        if status == 200:
+            self.ok += 1
+        else:
+            self.failed += 1
 
 
 def owner_pid(h):

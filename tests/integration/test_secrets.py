@@ -2,16 +2,15 @@
 """Secrets: read from a root-only file, rotated without downtime, and never
 shown in a log line or a status page."""
 
-import os
 import re
 
 import pytest
 
 import beacon_wire as bw
 from beacon_env import Announcer, receiver_config, start_receiver, wait_member
-from httpd import free_port, wait_for
+from httpd import free_port
 from test_sender import sender_httpd
-from test_status import STATUS_PAGE, status_json
+from test_status import STATUS_PAGE
 
 pytestmark = pytest.mark.beacon
 

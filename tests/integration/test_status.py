@@ -4,13 +4,12 @@ and JSON) and beacon's section in server-status, checked against what was
 announced and dropped."""
 
 import json
-import re
 from html.parser import HTMLParser
 
 import pytest
 
 import beacon_wire as bw
-from beacon_env import (SECRET, Announcer, receiver_config, start_receiver,
+from beacon_env import (Announcer, receiver_config, start_receiver,
                         wait_member)
 from httpd import free_port, wait_for
 from test_sender import sender_httpd
