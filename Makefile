@@ -124,7 +124,7 @@ clean:
 ifneq ($(APXS_MK),)
 	$(MAKE) -f apxs.mk BUILD=$(BUILD) clean
 endif
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
 
 # ---- hardening: fuzzing, sanitizers inside httpd, static analysis ---------
 #   make fuzz               libFuzzer targets (fuzz/), FUZZ_SECONDS each
