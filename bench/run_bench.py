@@ -29,6 +29,7 @@ smoke run: too short for figures worth quoting.
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import re
@@ -283,13 +284,13 @@ def flood_run(ctx, proxy, pid, mode, seconds, rate=0, urls_file=None, hb=None,
     """One flood against the receiver: what was sent, what the kernel
     dropped, how fast the receiver kept up, and its CPU time."""
     port = proxy.udp_port
-    if hb:
-        hb.lock.acquire()
-    try:
-        a = snapshot(proxy, pid, hb, renew_re)
-    finally:
-        if hb:
-            hb.lock.release()
+
+    def consistent_snapshot():
+        # the heartbeat thread must not send between the two reads
+        with hb.lock if hb else contextlib.nullcontext():
+            return snapshot(proxy, pid, hb, renew_re)
+
+    a = consistent_snapshot()
     f = flood(ctx, port, mode, seconds, rate=rate, urls_file=urls_file)
     drained = True
     try:
@@ -298,13 +299,7 @@ def flood_run(ctx, proxy, pid, mode, seconds, rate=0, urls_file=None, hb=None,
     except AssertionError:
         drained = False
     t_drained = time.monotonic()
-    if hb:
-        hb.lock.acquire()
-    try:
-        b = snapshot(proxy, pid, hb, renew_re)
-    finally:
-        if hb:
-            hb.lock.release()
+    b = consistent_snapshot()
     sent = int(f["sent"])
     drops = b["drops"] - a["drops"]
     busy = t_drained - a["t"]
