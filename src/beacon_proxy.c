@@ -363,6 +363,23 @@ static int is_confirmed(beacon_target *t, const char *url)
            registry_find(t, url) != NULL;
 }
 
+/*
+ * A member comes back into rotation: clear D, and nothing else of the
+ * status. A backend that was refused a connection while it stopped (its
+ * listener closes as its state=leaving goes out) is in the proxy's error
+ * state, which the proxy keeps for the worker's retry (60 s by default).
+ * The announcement is fresh evidence that the backend is up, so the retry
+ * is made due now: the proxy itself clears the error on the next request
+ * and sets it again if that connection fails.
+ */
+static apr_status_t enable_returning(proxy_worker *w)
+{
+    if (w->s->status & PROXY_WORKER_IN_ERROR) {
+        w->s->error_time = 0;
+    }
+    return ap_proxy_set_wstatus(PROXY_WORKER_DISABLED_FLAG, 0, w);
+}
+
 beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
                                    apr_pool_t *worker_pool)
 {
@@ -380,7 +397,7 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
             result = BEACON_ADD_NOT_OURS;
         }
         else {
-            ap_proxy_set_wstatus(PROXY_WORKER_DISABLED_FLAG, 0, existing);
+            enable_returning(existing);
             result = BEACON_ADD_ADOPTED;
         }
     }
@@ -405,8 +422,11 @@ apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
     if (w == NULL || registry_find(t, url) == NULL) {
         return APR_NOTFOUND;
     }
+    if (!disabled) {
+        return enable_returning(w);
+    }
     /* Only D: Stopped, Drain and health-check failures are the admin's. */
-    return ap_proxy_set_wstatus(PROXY_WORKER_DISABLED_FLAG, disabled, w);
+    return ap_proxy_set_wstatus(PROXY_WORKER_DISABLED_FLAG, 1, w);
 }
 
 int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,

@@ -165,7 +165,8 @@ static apr_status_t lane_callback(int state, void *data, apr_pool_t *p)
     return APR_SUCCESS;
 }
 
-/* Runs when the child exits (stop, graceful restart, idle reaping). */
+/* Runs once the child is told to stop (stop, graceful restart, idle
+ * reaping), and again, doing nothing, when it exits. */
 static apr_status_t send_leaving(void *data)
 {
     beacon_lane *lane;
@@ -312,6 +313,22 @@ void beacon_senders_child_init(apr_pool_t *pchild)
     if (lanes) {
         apr_pool_cleanup_register(pchild, NULL, send_leaving,
                                   apr_pool_cleanup_null);
+    }
+}
+
+/*
+ * The MPM tells a child to stop before the child closes its listeners and
+ * long before it exits: a graceful stop waits for every request in flight.
+ * Saying state=leaving only at exit left the proxy sending new requests to
+ * a backend whose port already refused them; saying it now takes the
+ * member out of rotation while the backend still accepts.
+ */
+void beacon_senders_child_stopping(apr_pool_t *pchild, int graceful)
+{
+    (void)pchild;
+    (void)graceful;
+    if (lanes) {
+        send_leaving(NULL);
     }
 }
 

@@ -17,6 +17,7 @@
 #include <http_core.h>
 #include <http_protocol.h>
 #include <http_request.h>
+#include <mpm_common.h>
 #include <mod_watchdog.h>
 
 beacon_server_conf *beacon_conf(const server_rec *s)
@@ -470,6 +471,8 @@ static void register_hooks(apr_pool_t *p)
      * post_config (APR_HOOK_LAST), or the callback registered never runs */
     ap_hook_post_config(post_config, after_proxy, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(child_init, after_proxy, NULL, APR_HOOK_MIDDLE);
+    ap_hook_child_stopping(beacon_senders_child_stopping, NULL, NULL,
+                           APR_HOOK_MIDDLE);
     ap_hook_post_read_request(sync_on_request, NULL, NULL, APR_HOOK_MIDDLE);
     beacon_status_register_hooks();
 }

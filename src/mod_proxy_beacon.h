@@ -173,6 +173,7 @@ int beacon_receivers_sync_request(server_rec *s);
 const char *beacon_sender_check_target(apr_pool_t *p, const char *spec);
 apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *s);
 void beacon_senders_child_init(apr_pool_t *pchild);
+void beacon_senders_child_stopping(apr_pool_t *pchild, int graceful);
 int beacon_sender_views(apr_pool_t *p, beacon_sender_view **views);
 
 /* beacon_status.c */

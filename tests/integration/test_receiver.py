@@ -11,7 +11,7 @@ import pytest
 import beacon_wire as bw
 from beacon_env import (SECRET, Announcer, Heartbeat, enabled, fetch_until_each_answers,
                         make_proxy, receiver_config, start_receiver, wait_member)
-from httpd import free_port
+from httpd import free_port, wait_for
 
 pytestmark = pytest.mark.beacon
 
@@ -108,6 +108,33 @@ def test_a_silent_member_is_evicted_gets_no_traffic_and_returns(httpd_factory,
         h.wait_log(r"BCN00035: re-enabled backend %s in balancer://cluster" % quiet.url)
         wait_member(h, quiet.url)
         fetch_until_each_answers(h, ["live", "quiet"])
+
+
+def test_a_returning_member_the_proxy_saw_fail_is_retried_at_once(httpd_factory,
+                                                                  backend_factory):
+    """A request that meets a stopping backend's closed port puts the worker
+    in the proxy's error state for its retry, 60 s by default. The backend's
+    return is fresh evidence: it is back in rotation within seconds. (A
+    second, live member keeps the balancer from forcing a recovery.)"""
+    h, ann = make_proxy(httpd_factory)
+    live, b = backend_factory("live"), backend_factory("b")
+    with Heartbeat(ann, live.url):
+        ann.announce(b.url)
+        wait_member(h, b.url)
+        fetch_until_each_answers(h, ["live", "b"])
+
+        b.stop()
+        h.expect_errors("AH00957", "AH00959", "AH01114")
+        wait_for(lambda: h.get("/") == (200, "live") and "Err" in h.worker(b.url)["flags"],
+                 10, "a request to meet the stopped backend and fail over")
+        ann.announce(b.url, state="leaving")
+        h.wait_log(r"BCN00036: backend leaving %s" % b.url)
+
+        backend_factory("b", port=b.port)
+        ann.announce(b.url)
+        h.wait_log(r"BCN00035: re-enabled backend %s" % b.url)
+        fetch_until_each_answers(h, ["live", "b"], timeout=5)
+        assert "Err" not in h.worker(b.url)["flags"]
 
 
 def test_replaying_a_dead_backends_last_datagram_does_not_re_enable_it(httpd_factory,

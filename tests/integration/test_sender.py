@@ -2,7 +2,9 @@
 """The module as sender: a backend apache2 with four lines of config joins
 the proxies it names, and leaves rotation the moment it stops."""
 
+import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -45,6 +47,47 @@ def test_a_sender_joins_within_one_interval_and_leaves_when_it_stops(httpd_facto
     backend.stop()
     proxy.wait_log(r"BCN00036: backend leaving %s" % url)
     assert not enabled(proxy.worker(url))
+
+
+def test_a_graceful_stop_says_leaving_while_requests_are_still_in_flight(httpd_factory):
+    """state=leaving goes out when the stop begins, not when the last request
+    is done: by then the backend's port already refuses new connections."""
+    proxy, ann = make_proxy(httpd_factory)
+    backend = sender_httpd(httpd_factory, [f"127.0.0.1:{ann.addr[1]}"], interval="30")
+    url = f"http://127.0.0.1:{backend.port}"
+    backend.start()
+    wait_member(proxy, url)
+
+    with socket.create_connection(("127.0.0.1", backend.port), timeout=10) as held:
+        held.sendall(b"GET /index.html HTTP/1.1\r\nHost: held\r\n")  # not finished
+        wait_for(lambda: a_child_holds_a_connection(backend), 5, "a backend child to accept")
+        os.kill(backend.pid, signal.SIGWINCH)  # graceful-stop
+        proxy.wait_log(r"BCN00036: backend leaving %s" % url, timeout=5)
+        assert backend.running(), "the backend waits for the request in flight"
+
+        held.sendall(b"Connection: close\r\n\r\n")
+        answer = held.makefile("rb").read()
+    assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"backend %d" % backend.port)
+    wait_for(lambda: not backend.running(), 10, "the backend to finish its graceful stop")
+
+
+def a_child_holds_a_connection(h):
+    """True once one of h's children has accepted a connection on h's port:
+    an established socket with that local port whose inode is one of the
+    child's open files (a connection still in the backlog has no inode)."""
+    accepted = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        f = line.split()
+        if int(f[1].split(":")[1], 16) == h.port and f[3] == "01" and f[9] != "0":
+            accepted.add(f"socket:[{f[9]}]")
+    for pid in h.child_pids():
+        try:
+            fds = Path(f"/proc/{pid}/fd").iterdir()
+            if any(os.readlink(fd) in accepted for fd in fds):
+                return True
+        except OSError:
+            pass
+    return False
 
 
 def test_a_sender_announces_to_every_proxy_it_names(httpd_factory):
