@@ -264,10 +264,12 @@ static const command_t commands[] = {
      send_options, run_send},
     {"listen",
      "--bind ADDR:PORT [--max-skew SECONDS] [--count N]\n"
-     "[--secret-file FILE]",
+     "[--secret-file FILE ...]",
      "Receives datagrams and prints one line for each: what a proxy with\n"
      "the same secret and max skew would decide. The tool to reach for\n"
-     "when a backend never joins.\n"
+     "when a backend never joins. During a rotation give --secret-file\n"
+     "once per secret, at most 4: any of them verifies, as on a proxy\n"
+     "with several ProxyBeaconSecret lines.\n"
      "  accepted url=<canonical> host=.. pid=.. seq=.. ts=.. [state=..]\n"
      "      from IP:PORT -> add|renew|disable|enable|ignore\n"
      "  accepted heartbeat host=.. pid=.. seq=.. ts=.. from IP:PORT\n"
@@ -995,7 +997,10 @@ static int run_send(apr_pool_t *p, const command_t *cmd, int argc,
     }
     if (s.once) {
         /* no leaving datagram here: a signal simply ends the program */
-        return announce(&s, NULL, tick) > 0 ? 0 : EXIT_RUNTIME;
+        int sent = announce(&s, NULL, tick);
+
+        wipe(&s.key, sizeof(s.key));
+        return sent > 0 ? 0 : EXIT_RUNTIME;
     }
     catch_stop_signals(p);
     next = apr_time_now();
@@ -1014,6 +1019,7 @@ static int run_send(apr_pool_t *p, const command_t *cmd, int argc,
         }
     }
     announce(&s, "leaving", tick);
+    wipe(&s.key, sizeof(s.key));
     return 0;
 }
 
@@ -1022,7 +1028,8 @@ static int run_send(apr_pool_t *p, const command_t *cmd, int argc,
 
 typedef struct {
     beacon_table_t *table;
-    beacon_key_t key;
+    beacon_key_t keys[BEACON_MAX_KEYS]; /* any of them verifies */
+    unsigned nkeys;
     apr_interval_time_t max_skew;
     apr_pool_t *p;
 } listener_t;
@@ -1076,7 +1083,8 @@ static void put_drop_detail(listener_t *l, beacon_reason_t reason,
         printf(": more than %d bytes", BEACON_MAX_DATAGRAM);
         break;
     case BEACON_DROP_MAC_MISMATCH:
-        fputs(" (not signed with this secret?): \"", stdout);
+        fputs(l->nkeys > 1 ? " (not signed with any of these secrets?): \""
+                           : " (not signed with this secret?): \"", stdout);
         put_escaped(buf, len, SHOWN_BYTES);
         putchar('"');
         break;
@@ -1130,7 +1138,8 @@ static void report(listener_t *l, const char *buf, apr_size_t len,
     char peer[128];
 
     format_peer(from, peer, sizeof(peer));
-    reason = beacon_receive(l->table, &l->key, buf, len, now, &ev);
+    reason = beacon_receive_any(l->table, l->keys, l->nkeys, buf, len, now,
+                                &ev);
     if (reason == BEACON_OK) {
         int leaving = ev.dg.state.ptr && ev.dg.state.len == 7 &&
                       memcmp(ev.dg.state.ptr, "leaving", 7) == 0;
@@ -1166,7 +1175,7 @@ static int run_listen(apr_pool_t *p, const command_t *cmd, int argc,
                       const char *const *argv)
 {
     const char *bind_arg = NULL, *skew_arg = NULL, *count_arg = NULL;
-    const char *secret_file = NULL, *arg, *err;
+    const char *secret_files[BEACON_MAX_KEYS], *arg, *err;
     char buf[BEACON_MAX_DATAGRAM + 1]; /* one more: oversize is detected */
     apr_int64_t count = 0, seen = 0;
     apr_sockaddr_t *sa, *local, *from;
@@ -1196,7 +1205,12 @@ static int run_listen(apr_pool_t *p, const command_t *cmd, int argc,
             set_once(&count_arg, arg, "count");
             break;
         case OPT_SECRET_FILE:
-            set_once(&secret_file, arg, "secret-file");
+            /* one per secret during a rotation, as ProxyBeaconSecret */
+            if (l.nkeys == BEACON_MAX_KEYS) {
+                fail(EXIT_USAGE, "--secret-file may be given at most %d "
+                     "times", BEACON_MAX_KEYS);
+            }
+            secret_files[l.nkeys++] = arg;
             break;
         }
     }
@@ -1216,7 +1230,16 @@ static int run_listen(apr_pool_t *p, const command_t *cmd, int argc,
         fail(EXIT_USAGE, "--count '%s': expected a positive number",
              count_arg);
     }
-    load_key(p, secret_file, &l.key);
+    if (l.nkeys == 0) {
+        load_key(p, NULL, &l.keys[l.nkeys++]);
+    }
+    else {
+        unsigned i;
+
+        for (i = 0; i < l.nkeys; i++) {
+            load_key(p, secret_files[i], &l.keys[i]);
+        }
+    }
     l.table = apr_palloc(p, sizeof(*l.table));
     beacon_table_init(l.table, 0, l.max_skew); /* 0: no lease, the default */
 
@@ -1283,6 +1306,7 @@ static int run_listen(apr_pool_t *p, const command_t *cmd, int argc,
         }
     }
     apr_socket_close(sock);
+    wipe(l.keys, sizeof(l.keys));
     return 0;
 }
 

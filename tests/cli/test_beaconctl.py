@@ -296,6 +296,38 @@ class ListenTest(CliTestCase):
                                r"from 127\.0\.0\.1:\d+$")
 
 
+class ListenRotationTest(CliTestCase):
+    """listen with one --secret-file per secret, as a proxy in a rotation."""
+
+    OTHER = "hex:ffeeddccbbaa99887766554433221100"
+    STRANGER = "hex:0f0e0d0c0b0a09080706050403020100"
+
+    def signed(self, secret, url):
+        r = run(["sign", "--url", url, "--ts", "now",
+                 "--secret-file", self.secret_file(secret + "\n")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.rstrip("\n")
+
+    def test_any_of_the_secrets_verifies(self):
+        listener = Listener("--secret-file", self.secret_file(self.OTHER),
+                            "--secret-file", self.secret_file(HEX_SECRET),
+                            secret=None)
+        self.addCleanup(listener.stop)
+        for secret, port in ((HEX_SECRET, 8091), (self.OTHER, 8092)):
+            udp_send(listener.port, self.signed(secret, f"http://127.0.0.1:{port}"))
+            line = listener.expect(r"^(accepted|dropped) ")
+            self.assertRegex(line, rf"^accepted url=http://127\.0\.0\.1:{port} ")
+        udp_send(listener.port, self.signed(self.STRANGER, "http://127.0.0.1:8093"))
+        line = listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^dropped mac mismatch from 127\.0\.0\.1:\d+ "
+                               r"\(not signed with any of these secrets\?\)")
+
+    def test_more_than_four_secret_files_is_a_usage_error(self):
+        f = self.secret_file(HEX_SECRET)
+        r = run(["listen", "--bind", "127.0.0.1:0"] + ["--secret-file", f] * 5)
+        self.assert_one_line_error(r, must_contain=["--secret-file", "at most 4"])
+
+
 class ListenCountTest(CliTestCase):
     def test_count_exits_after_n_datagrams(self):
         listener = Listener("--count", "2")
