@@ -18,14 +18,15 @@
 #include <apr_shm.h>
 #include <apr_thread_mutex.h>
 #include <apr_strings.h>
+#include <ap_mpm.h>
 #include <mod_watchdog.h>
+#include <scoreboard.h>
 #include <unistd.h>
 
 #define SEND_ERROR_LOG_EVERY apr_time_from_sec(60)
 #define TICK apr_time_from_msec(100)      /* mod_watchdog's own slice */
-/* A second announcement this soon after start: after a graceful restart the
- * old generation's state=leaving can arrive after the new one's first
- * announcement, and this one re-enables the member. */
+/* A second announcement this soon after start, so that one lost datagram
+ * does not keep a new backend out for a whole interval. */
 #define CATCH_UP apr_time_from_sec(1)
 
 typedef struct beacon_sender beacon_sender;
@@ -165,12 +166,30 @@ static apr_status_t lane_callback(int state, void *data, apr_pool_t *p)
     return APR_SUCCESS;
 }
 
-/* Runs once the child is told to stop (stop, graceful restart, idle
- * reaping), and again, doing nothing, when it exits. */
+/*
+ * A restart, graceful or not, is no departure: the parent keeps the
+ * listeners open, and the next generation's owner announces within
+ * milliseconds. Saying leaving then would take every backend of a fleet
+ * out of rotation at once when log rotation restarts them all at the same
+ * minute. The parent moves running_generation before it tells the
+ * children to stop, so a child that sees it moved is being replaced.
+ */
+static int server_restarting(void)
+{
+    int my_generation;
+
+    return ap_scoreboard_image != NULL &&
+           ap_mpm_query(AP_MPMQ_GENERATION, &my_generation) == APR_SUCCESS &&
+           ap_scoreboard_image->global->running_generation != my_generation;
+}
+
+/* Runs once the child is told to stop (stop, restart, idle reaping), and
+ * again, doing nothing, when it exits. */
 static apr_status_t send_leaving(void *data)
 {
     beacon_lane *lane;
     apr_pool_t *p;
+    int leaving = !server_restarting();
 
     (void)data;
     if (apr_pool_create(&p, NULL) != APR_SUCCESS) {
@@ -180,7 +199,9 @@ static apr_status_t send_leaving(void *data)
         apr_thread_mutex_lock(lane->lock);
         lane->stopped = 1;
         if (lane->owner) {
-            announce(lane, "leaving", p);
+            if (leaving) {
+                announce(lane, "leaving", p);
+            }
             lane->owner = 0;
         }
         apr_thread_mutex_unlock(lane->lock);

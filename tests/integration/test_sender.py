@@ -150,14 +150,62 @@ def test_beaconctl_send_joins_and_leaves_like_a_module_sender(httpd_factory,
     assert not enabled(proxy.worker(b.url))
 
 
-def test_a_backends_graceful_restart_keeps_it_in_rotation_within_a_second(httpd_factory):
-    """The old generation says it is leaving; the new one announces at once
-    and again one second later, whichever of them the proxy sees last."""
-    proxy, ann = make_proxy(httpd_factory)
-    backend = sender_httpd(httpd_factory, [f"127.0.0.1:{ann.addr[1]}"], interval="30")
-    url = f"http://127.0.0.1:{backend.port}"
+class Datagrams:
+    """A UDP socket on 127.0.0.1 standing in for a proxy: it reads back what
+    a sender under test announces, each datagram as a dict of its fields."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.target = "127.0.0.1:%d" % self.sock.getsockname()[1]
+
+    def close(self):
+        self.sock.close()
+
+    def until(self, cond, timeout, what):
+        """Every datagram read until one satisfies cond, that one last."""
+        seen, deadline = [], time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out after {timeout}s waiting for {what}; "
+                                     f"read {seen}")
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(4096)
+            except socket.timeout:
+                continue
+            seen.append(dict(f.split("=", 1) for f in data.decode().split()[1:]))
+            if cond(seen[-1]):
+                return seen
+
+
+@pytest.fixture
+def datagrams():
+    d = Datagrams()
+    yield d
+    d.close()
+
+
+@pytest.mark.parametrize("restart_signal", [signal.SIGUSR1, signal.SIGHUP],
+                         ids=["graceful", "restart"])
+def test_a_restart_is_no_departure_but_a_stop_is(httpd_factory, datagrams,
+                                                  restart_signal):
+    """Log rotation restarts whole fleets in the same minute, and the
+    listeners stay open through a restart: the old generation must not say
+    leaving, or every backend would leave rotation at once. A stop must."""
+    backend = sender_httpd(httpd_factory, [datagrams.target], interval="30")
     backend.start()
-    wait_member(proxy, url)
-    backend.graceful()
-    proxy.wait_log(r"backend leaving %s" % url)
-    wait_member(proxy, url, timeout=3)
+    old_pid = datagrams.until(lambda d: True, 10, "the first announcement")[-1]["pid"]
+
+    mark = backend.log_size()
+    os.kill(backend.pid, restart_signal)
+    backend.wait_log(r"AH00489:", since=mark)
+    # the new generation's second announcement comes a second after its
+    # first, long after the old generation was told to stop
+    seen = datagrams.until(lambda d: d["pid"] != old_pid and d["seq"] == "1", 10,
+                           "the new generation's first two announcements")
+    assert [d for d in seen if d.get("state") == "leaving"] == []
+
+    backend.stop()
+    datagrams.until(lambda d: d.get("state") == "leaving", 5, "state=leaving at the stop")
