@@ -1175,7 +1175,7 @@ static int run_listen(apr_pool_t *p, const command_t *cmd, int argc,
                       const char *const *argv)
 {
     const char *bind_arg = NULL, *skew_arg = NULL, *count_arg = NULL;
-    const char *secret_files[BEACON_MAX_KEYS], *arg, *err;
+    const char *secret_files[BEACON_MAX_KEYS] = {NULL}, *arg, *err;
     char buf[BEACON_MAX_DATAGRAM + 1]; /* one more: oversize is detected */
     apr_int64_t count = 0, seen = 0;
     apr_sockaddr_t *sa, *local, *from;
@@ -1188,6 +1188,7 @@ static int run_listen(apr_pool_t *p, const command_t *cmd, int argc,
     listener_t l;
     opts_t o;
     int optch;
+    unsigned i;
 
     memset(&l, 0, sizeof(l));
     l.p = p;
@@ -1231,14 +1232,10 @@ static int run_listen(apr_pool_t *p, const command_t *cmd, int argc,
              count_arg);
     }
     if (l.nkeys == 0) {
-        load_key(p, NULL, &l.keys[l.nkeys++]);
+        l.nkeys = 1; /* secret_files[0] NULL: the key from the environment */
     }
-    else {
-        unsigned i;
-
-        for (i = 0; i < l.nkeys; i++) {
-            load_key(p, secret_files[i], &l.keys[i]);
-        }
+    for (i = 0; i < l.nkeys; i++) {
+        load_key(p, secret_files[i], &l.keys[i]);
     }
     l.table = apr_palloc(p, sizeof(*l.table));
     beacon_table_init(l.table, 0, l.max_skew); /* 0: no lease, the default */

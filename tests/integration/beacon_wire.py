@@ -110,6 +110,12 @@ def announce(key, url=None, host="pytest", pid=None, seq=1, ts=None,
     return sign(fields, key)
 
 
+def fields(datagram: bytes) -> dict:
+    """The fields of a datagram a sender wrote (mac included), by key; for
+    reading back what a sender under test sends, not for verifying it."""
+    return dict(f.split("=", 1) for f in datagram.decode().split()[1:])
+
+
 def send(datagram: bytes, addr) -> None:
     """Send one datagram to addr = (host, port); loopback only, by rule."""
     host, port = addr[0], addr[1]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import beacon_wire as bw
 from beacon_env import SECRET, enabled, make_proxy, wait_member
 from httpd import wait_for
 
@@ -175,7 +176,7 @@ class Datagrams:
                 data = self.sock.recv(4096)
             except socket.timeout:
                 continue
-            seen.append(dict(f.split("=", 1) for f in data.decode().split()[1:]))
+            seen.append(bw.fields(data))
             if cond(seen[-1]):
                 return seen
 
