@@ -36,6 +36,9 @@
 static beacon_key_t spec_key;
 static beacon_table_t table;
 
+/* The wire format's rule for a field value, written out again on purpose:
+ * beacon_format() calls beacon_value_is_valid(), so checking it against
+ * that same function could not fail. */
 static int value_is_valid(const char *v)
 {
     if (*v == '\0') {
