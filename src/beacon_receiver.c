@@ -844,6 +844,7 @@ static apr_status_t watchdog_callback(int state, void *data, apr_pool_t *tick)
     (void)data;
     switch (state) {
     case AP_WATCHDOG_STATE_STARTING:
+        beacon_block_stop_signals();
         owner_since = apr_time_now();
         break;
     case AP_WATCHDOG_STATE_RUNNING:

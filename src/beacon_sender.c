@@ -21,7 +21,13 @@
 #include <ap_mpm.h>
 #include <mod_watchdog.h>
 #include <scoreboard.h>
+#include <sys/socket.h>
+#include <errno.h>
 #include <unistd.h>
+
+#ifndef SOCK_CLOEXEC
+#define SOCK_CLOEXEC 0
+#endif
 
 #define SEND_ERROR_LOG_EVERY apr_time_from_sec(60)
 #define TICK apr_time_from_msec(100)      /* mod_watchdog's own slice */
@@ -44,13 +50,18 @@ struct beacon_lane {
     apr_time_t last_error_log;
     volatile int owner;        /* this child holds the lane's singleton */
     /*
-     * Taken for every announcement. When a child exits, mod_watchdog's
-     * threads are not joined (they live in pconf), so the exit's
-     * state=leaving could cross a regular announcement that would re-enable
-     * the member: the lock and the flag make leaving the last one.
+     * Taken around the signing and sending of every announcement. When a
+     * child exits, mod_watchdog's threads are not joined (they live in
+     * pconf), so the exit's state=leaving could cross a regular
+     * announcement that would re-enable the member: the lock and the flag
+     * make leaving the last one. Nothing under it allocates or resolves,
+     * so it is always released promptly (see send_leaving).
      */
     apr_thread_mutex_t *lock;
     int stopped;
+    /* where the last announcement went: the leaving one goes there too */
+    struct sockaddr_storage last_addr;
+    socklen_t last_addr_len;   /* 0: nothing sent yet */
     beacon_lane *next;         /* all lanes, of every sender */
 };
 
@@ -65,6 +76,7 @@ struct beacon_sender {
 static beacon_sender *senders;
 static beacon_lane *lanes;
 static int sender_count;
+static volatile int child_ready;    /* this child has run child_init */
 
 static void count_send(beacon_sender *snd, apr_status_t rv, apr_time_t now)
 {
@@ -77,33 +89,30 @@ static void count_send(beacon_sender *snd, apr_status_t rv, apr_time_t now)
     }
 }
 
-static apr_status_t send_datagram(beacon_lane *lane, const char *buf,
-                                  apr_size_t len, apr_pool_t *p)
+/* System calls only, no pool: send_leaving may run in a signal handler,
+ * where nothing may allocate. */
+static apr_status_t send_to(const struct sockaddr *addr, socklen_t addr_len,
+                            const char *buf, int len)
 {
-    apr_sockaddr_t *sa;
-    apr_socket_t *sock;
-    apr_status_t rv;
+    apr_status_t rv = APR_SUCCESS;
+    int fd = socket(addr->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
-    rv = apr_sockaddr_info_get(&sa, lane->host, APR_UNSPEC, lane->port, 0, p);
-    if (rv == APR_SUCCESS) {
-        rv = apr_socket_create(&sock, sa->family, SOCK_DGRAM, APR_PROTO_UDP, p);
+    if (fd < 0 || sendto(fd, buf, (size_t)len, 0, addr, addr_len) < 0) {
+        rv = APR_FROM_OS_ERROR(errno);
     }
-    if (rv == APR_SUCCESS) {
-        rv = apr_socket_sendto(sock, sa, 0, buf, &len);
-        apr_socket_close(sock);
+    if (fd >= 0) {
+        close(fd);
     }
     return rv;
 }
 
-/* One datagram to the lane's proxy; a failure costs a log line, no more. */
-static void announce(beacon_lane *lane, const char *state, apr_pool_t *p)
+/* Signs the lane's next announcement into buf; returns its length, or -1
+ * (logged by the caller) when the host name does not fit. */
+static int sign_next(beacon_lane *lane, const char *state, apr_time_t now,
+                     char *buf, apr_size_t size)
 {
     beacon_sender *snd = lane->snd;
     beacon_announcement_t a;
-    char buf[BEACON_MAX_DATAGRAM + 1];
-    apr_time_t now = apr_time_now();
-    apr_status_t rv;
-    int len;
 
     a.url = snd->conf->advertise;
     a.host = snd->hostname;
@@ -111,20 +120,46 @@ static void announce(beacon_lane *lane, const char *state, apr_pool_t *p)
     a.seq = lane->seq++;
     a.ts = beacon_next_ts(&lane->last_ts, now);
     a.state = state;
-    len = beacon_format(buf, sizeof(buf), &a, &snd->conf->keys[0]);
+    return beacon_format(buf, size, &a, &snd->conf->keys[0]);
+}
+
+/* Signs and sends one announcement to addr; the caller holds the lock. */
+static apr_status_t announce_to(beacon_lane *lane, const char *state,
+                                const struct sockaddr *addr,
+                                socklen_t addr_len, char *buf, int *len)
+{
+    apr_time_t now = apr_time_now();
+    apr_status_t rv;
+
+    *len = sign_next(lane, state, now, buf, BEACON_MAX_DATAGRAM + 1);
+    if (*len < 0) {
+        return APR_EINVAL;
+    }
+    rv = send_to(addr, addr_len, buf, *len);
+    count_send(lane->snd, rv, now);
+    return rv;
+}
+
+/* After the lock is released: a failure costs a log line, no more. */
+static void report(beacon_lane *lane, apr_status_t rv, const char *buf,
+                   int len)
+{
+    beacon_sender *snd = lane->snd;
+    apr_time_t now;
+
     if (len < 0) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, snd->s, BCNLOGNO(00100)
                      "cannot format an announcement (host name '%s' too "
                      "long or not printable?)", snd->hostname);
         return;
     }
-    rv = send_datagram(lane, buf, (apr_size_t)len, p);
-    count_send(snd, rv, now);
     if (rv == APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_TRACE2, 0, snd->s, "sent %.*s to %s",
                      len, buf, lane->spec);
+        return;
     }
-    else if (now - lane->last_error_log >= SEND_ERROR_LOG_EVERY) {
+    now = apr_time_now();
+    if (now - lane->last_error_log >= SEND_ERROR_LOG_EVERY) {
         lane->last_error_log = now;
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, snd->s, BCNLOGNO(00101)
                      "cannot send beacon to %s (next report in 60 s at "
@@ -132,13 +167,37 @@ static void announce(beacon_lane *lane, const char *state, apr_pool_t *p)
     }
 }
 
-static void announce_unless_stopped(beacon_lane *lane, apr_pool_t *p)
+/*
+ * A regular announcement. The name is resolved before the lock is taken,
+ * on every announcement, so a proxy that moves is followed; a name that
+ * does not resolve costs this lane's thread only.
+ */
+static void announce(beacon_lane *lane, apr_pool_t *p)
 {
+    char buf[BEACON_MAX_DATAGRAM + 1];
+    apr_sockaddr_t *sa;
+    apr_status_t rv;
+    int len = 0;
+
+    rv = apr_sockaddr_info_get(&sa, lane->host, APR_UNSPEC, lane->port, 0, p);
+    if (rv != APR_SUCCESS) {
+        count_send(lane->snd, rv, apr_time_now());
+        report(lane, rv, buf, len);
+        return;
+    }
     apr_thread_mutex_lock(lane->lock);
-    if (!lane->stopped) {
-        announce(lane, NULL, p);
+    if (lane->stopped) {
+        apr_thread_mutex_unlock(lane->lock);
+        return;
+    }
+    rv = announce_to(lane, NULL, (const struct sockaddr *)&sa->sa, sa->salen,
+                     buf, &len);
+    if (rv == APR_SUCCESS) {
+        memcpy(&lane->last_addr, &sa->sa, (size_t)sa->salen);
+        lane->last_addr_len = sa->salen;
     }
     apr_thread_mutex_unlock(lane->lock);
+    report(lane, rv, buf, len);
 }
 
 /* Called every TICK; announces when due. */
@@ -152,13 +211,14 @@ static apr_status_t lane_callback(int state, void *data, apr_pool_t *p)
     case AP_WATCHDOG_STATE_STARTING:
         lane->owner = 1;
         lane->snd->shared->owner_pid = getpid();
+        beacon_block_stop_signals();
         /* the first announcement goes out now, not one interval later */
-        announce_unless_stopped(lane, p);
+        announce(lane, p);
         lane->next_due = now + (interval < CATCH_UP ? interval : CATCH_UP);
         break;
     case AP_WATCHDOG_STATE_RUNNING:
         if (now >= lane->next_due) {
-            announce_unless_stopped(lane, p);
+            announce(lane, p);
             lane->next_due = now + interval;
         }
         break;
@@ -183,30 +243,44 @@ static int server_restarting(void)
            ap_scoreboard_image->global->running_generation != my_generation;
 }
 
-/* Runs once the child is told to stop (stop, restart, idle reaping), and
- * again, doing nothing, when it exits. */
+/*
+ * Runs once the child is told to stop (stop, restart, idle reaping), and
+ * again, doing nothing, when it exits. The MPMs may run it in a signal
+ * handler (prefork always can; event and worker before child_init), so it
+ * allocates nothing and resolves nothing: the leaving datagram goes to
+ * the address the last announcement went to. The lock's holder never
+ * waits on anything this thread could hold (announce takes it around
+ * signing and sendto only, and the lanes' threads block the stop signals).
+ */
 static apr_status_t send_leaving(void *data)
 {
+    char buf[BEACON_MAX_DATAGRAM + 1];
     beacon_lane *lane;
-    apr_pool_t *p;
-    int leaving = !server_restarting();
+    int leaving;
 
     (void)data;
-    if (apr_pool_create(&p, NULL) != APR_SUCCESS) {
+    if (!child_ready) {
+        /* told to stop before child_init: no lane ever ran in this child */
         return APR_SUCCESS;
     }
+    leaving = !server_restarting();
     for (lane = lanes; lane; lane = lane->next) {
+        apr_status_t rv = APR_SUCCESS;
+        int len = -1;
+
         apr_thread_mutex_lock(lane->lock);
         lane->stopped = 1;
-        if (lane->owner) {
-            if (leaving) {
-                announce(lane, "leaving", p);
-            }
-            lane->owner = 0;
+        if (lane->owner && leaving && lane->last_addr_len > 0) {
+            rv = announce_to(lane, "leaving",
+                             (const struct sockaddr *)&lane->last_addr,
+                             lane->last_addr_len, buf, &len);
         }
+        lane->owner = 0;
         apr_thread_mutex_unlock(lane->lock);
+        if (len >= 0 || rv != APR_SUCCESS) {
+            report(lane, rv, buf, len);
+        }
     }
-    apr_pool_destroy(p);
     return APR_SUCCESS;
 }
 
@@ -335,6 +409,7 @@ void beacon_senders_child_init(apr_pool_t *pchild)
         apr_pool_cleanup_register(pchild, NULL, send_leaving,
                                   apr_pool_cleanup_null);
     }
+    child_ready = 1;
 }
 
 /*

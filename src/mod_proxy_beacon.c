@@ -19,6 +19,8 @@
 #include <http_request.h>
 #include <mpm_common.h>
 #include <mod_watchdog.h>
+#include <pthread.h>
+#include <signal.h>
 
 beacon_server_conf *beacon_conf(const server_rec *s)
 {
@@ -446,6 +448,26 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     return OK;
+}
+
+/*
+ * For the watchdog threads that run our callbacks. prefork's children
+ * stop from the handlers of these signals, which run the child_stopping
+ * hook and the child's cleanups; they must run on the main thread, never
+ * on a thread that holds a lane's lock or is inside the receiver's loop.
+ * event and worker block them in every thread already.
+ */
+void beacon_block_stop_signals(void)
+{
+    sigset_t stop;
+
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGHUP);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, AP_SIG_GRACEFUL);
+    sigaddset(&stop, AP_SIG_GRACEFUL_STOP);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
 }
 
 static void child_init(apr_pool_t *pchild, server_rec *s)

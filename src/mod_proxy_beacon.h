@@ -169,6 +169,9 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
 void beacon_receivers_child_init(apr_pool_t *pchild, server_rec *s);
 int beacon_receivers_sync_request(server_rec *s);
 
+/* mod_proxy_beacon.c */
+void beacon_block_stop_signals(void);
+
 /* beacon_sender.c */
 const char *beacon_sender_check_target(apr_pool_t *p, const char *spec);
 apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *s);
