@@ -156,6 +156,18 @@ def set_subreaper():
         return False
 
 
+def logged_at(match):
+    """When httpd wrote the error log line a wait_log() match is in, in
+    seconds since the epoch: a test that measures a server's timing reads
+    the server's clock, not its own polling."""
+    line_start = match.string.rfind("\n", 0, match.start()) + 1
+    stamp = match.string[line_start + 1:match.string.index("]", line_start)]
+    day, usec = stamp.rsplit(".", 1)[0], stamp.rsplit(".", 1)[1].split()[0]
+    year = stamp.rsplit(" ", 1)[1]
+    t = time.strptime(f"{day} {year}", "%a %b %d %H:%M:%S %Y")
+    return time.mktime(t) + int(usec) / 1e6
+
+
 def error_lines(text, expected_tags=()):
     """The lines of an error log at error level or worse, or with a
     FAILURE_TAGS tag (a child killed by a signal), whose tag (AH01171,

@@ -7,7 +7,9 @@ that fails should mean the module is wrong, not the harness.
 """
 
 import os
+import re
 import signal
+import time
 
 import pytest
 
@@ -167,6 +169,15 @@ def test_error_lines_flag_errors_and_crashes_but_not_expected_tags():
         "untagged disaster", "AH00052: child pid 7 exit signal Segmentation fault (11)",
         "(12)Cannot allocate memory: AH03092: process_lingering_close: "
         "apr_pollset_add failure"]
+
+
+def test_logged_at_reads_the_server_clock_of_the_matched_line():
+    log = ("[Mon Nov 30 13:43:15.606798 2026] [mpm_event:notice] [pid 1:tid 1] AH00489: up\n"
+           "[Mon Nov 30 13:43:27.106798 2026] [proxy_beacon:info] [pid 2:tid 3] "
+           "BCN00035: evicted backend http://127.0.0.1:1\n")
+    up, evicted = re.search("AH00489", log), re.search("evicted backend", log)
+    assert H.logged_at(evicted) - H.logged_at(up) == pytest.approx(11.5)
+    assert time.localtime(H.logged_at(up))[:6] == (2026, 11, 30, 13, 43, 15)
 
 
 def test_module_path_prefers_the_environment(monkeypatch, tmp_path):
