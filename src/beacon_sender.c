@@ -21,6 +21,7 @@
 #include <ap_mpm.h>
 #include <mod_watchdog.h>
 #include <scoreboard.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <errno.h>
 #include <unistd.h>
@@ -34,6 +35,9 @@
 /* A second announcement this soon after start, so that one lost datagram
  * does not keep a new backend out for a whole interval. */
 #define CATCH_UP apr_time_from_sec(1)
+/* How long a child told to stop gracefully waits to see whether its
+ * siblings were told too: they close their listeners within milliseconds. */
+#define SIBLINGS_SETTLE apr_time_from_msec(300)
 
 typedef struct beacon_sender beacon_sender;
 
@@ -77,6 +81,7 @@ static beacon_sender *senders;
 static beacon_lane *lanes;
 static int sender_count;
 static volatile int child_ready;    /* this child has run child_init */
+static int retiring_alone;          /* siblings serve on: no departure */
 
 static void count_send(beacon_sender *snd, apr_status_t rv, apr_time_t now)
 {
@@ -243,6 +248,63 @@ static int server_restarting(void)
            ap_scoreboard_image->global->running_generation != my_generation;
 }
 
+/* A sibling of this child's generation is alive and still accepts. */
+static int a_sibling_serves(int my_generation, int limit)
+{
+    pid_t me = getpid();
+    int i;
+
+    for (i = 0; i < limit; i++) {
+        process_score *ps = ap_get_scoreboard_process(i);
+
+        if (ps->pid != 0 && ps->pid != me && ps->generation == my_generation &&
+            !ps->quiescing && (kill(ps->pid, 0) == 0 || errno == EPERM)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * event and worker stop one child gracefully for idle reaping and
+ * MaxConnectionsPerChild, and every child for a graceful stop: the child
+ * cannot tell which. But on a stop every sibling closes its listeners
+ * (and says so in the scoreboard, "quiescing") within milliseconds of
+ * this one; a retired child's siblings keep accepting. Saying leaving
+ * then would take a serving backend out of rotation until another child
+ * takes the sender's singleton, which mod_watchdog delays by 10 s.
+ */
+static int only_this_child_retires(void)
+{
+    apr_time_t until = apr_time_now() + SIBLINGS_SETTLE;
+    int my_generation, limit;
+
+    if (ap_scoreboard_image == NULL ||
+        ap_mpm_query(AP_MPMQ_GENERATION, &my_generation) != APR_SUCCESS ||
+        ap_mpm_query(AP_MPMQ_HARD_LIMIT_DAEMONS, &limit) != APR_SUCCESS) {
+        return 0;
+    }
+    while (a_sibling_serves(my_generation, limit)) {
+        if (apr_time_now() >= until) {
+            return 1;
+        }
+        apr_sleep(apr_time_from_msec(10));
+    }
+    return 0;
+}
+
+static int owns_a_lane(void)
+{
+    beacon_lane *lane;
+
+    for (lane = lanes; lane; lane = lane->next) {
+        if (lane->owner) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /*
  * Runs once the child is told to stop (stop, restart, idle reaping), and
  * again, doing nothing, when it exits. The MPMs may run it in a signal
@@ -263,7 +325,7 @@ static apr_status_t send_leaving(void *data)
         /* told to stop before child_init: no lane ever ran in this child */
         return APR_SUCCESS;
     }
-    leaving = !server_restarting();
+    leaving = !retiring_alone && !server_restarting();
     for (lane = lanes; lane; lane = lane->next) {
         apr_status_t rv = APR_SUCCESS;
         int len = -1;
@@ -417,15 +479,26 @@ void beacon_senders_child_init(apr_pool_t *pchild)
  * long before it exits: a graceful stop waits for every request in flight.
  * Saying state=leaving only at exit left the proxy sending new requests to
  * a backend whose port already refused them; saying it now takes the
- * member out of rotation while the backend still accepts.
+ * member out of rotation while the backend still accepts. A child retired
+ * while its siblings serve on says nothing (only_this_child_retires).
  */
 void beacon_senders_child_stopping(apr_pool_t *pchild, int graceful)
 {
     (void)pchild;
-    (void)graceful;
-    if (lanes) {
-        send_leaving(NULL);
+    if (!lanes || !child_ready) {
+        return;
     }
+    /* graceful: event and worker, from a thread, never a signal handler */
+    if (graceful && owns_a_lane() && !server_restarting()) {
+        retiring_alone = only_this_child_retires();
+        if (retiring_alone) {
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, senders->s, BCNLOGNO(00106)
+                         "this child retires while its siblings serve: no "
+                         "state=leaving, another child takes the "
+                         "announcements over");
+        }
+    }
+    send_leaving(NULL);
 }
 
 int beacon_sender_views(apr_pool_t *p, beacon_sender_view **views)

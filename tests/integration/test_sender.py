@@ -126,6 +126,45 @@ def test_a_sender_without_advertise_says_it_sends_heartbeats_only(httpd_factory)
     assert proxy.balancer_members() == []
 
 
+def test_a_child_retired_while_its_siblings_serve_is_no_departure(httpd_factory,
+                                                                   datagrams):
+    """MaxConnectionsPerChild and idle reaping stop one child gracefully, as
+    a graceful stop stops them all; only the siblings tell which. When the
+    child holding the sender retires alone the backend still serves: no
+    leaving, and the sibling that takes the sender over announces."""
+    limit = 3
+    backend = sender_httpd(httpd_factory, [datagrams.target], interval="30")
+    # two children or more, each retired after `limit` connections, then replaced
+    backend.extra_config += ("StartServers 2\nMinSpareThreads 50\nMaxSpareThreads 75\n"
+                             f"ThreadsPerChild 25\nMaxConnectionsPerChild {limit}\n")
+    backend.start()
+    owner = int(datagrams.until(lambda d: True, 10, "the first announcement")[-1]["pid"])
+
+    # One connection at a time (no keep-alive: one request each), counted
+    # per child from the access log, start()'s probe included; a child's
+    # last one retires it, and the next waits for its replacement so that
+    # siblings never retire together.
+    for _ in range(60):
+        before = len(backend.access_log())
+        assert backend.get("/index.html")[0] == 200
+        log = wait_for(lambda: backend.access_log()[before:] and backend.access_log(),
+                       5, "the access log")
+        pid = log[before]["pid"]
+        if sum(1 for r in log if r["pid"] == pid) == limit:
+            wait_for(lambda: pid not in backend.child_pids()
+                     and len(backend.child_pids()) >= 2, 10, f"child {pid} replaced")
+            if pid == owner:
+                break
+    else:
+        pytest.fail("60 connections, and the sender's child never retired")
+
+    seen = datagrams.until(lambda d: int(d["pid"]) != owner, 20,
+                           "a sibling to take the sender over")
+    assert [d for d in seen if d.get("state") == "leaving"] == []
+    backend.wait_log(r"\[pid %d:tid \d+\] BCN00106: this child retires while its "
+                     r"siblings serve" % owner, since=0)
+
+
 BEACONCTL = Path(__file__).resolve().parents[2] / "build" / "beaconctl"
 
 
