@@ -161,11 +161,12 @@ def logged_at(match):
     seconds since the epoch: a test that measures a server's timing reads
     the server's clock, not its own polling."""
     line_start = match.string.rfind("\n", 0, match.start()) + 1
+    # "[Mon Nov 30 13:43:15.606798 2026] ..."
     stamp = match.string[line_start + 1:match.string.index("]", line_start)]
-    day, usec = stamp.rsplit(".", 1)[0], stamp.rsplit(".", 1)[1].split()[0]
-    year = stamp.rsplit(" ", 1)[1]
-    t = time.strptime(f"{day} {year}", "%a %b %d %H:%M:%S %Y")
-    return time.mktime(t) + int(usec) / 1e6
+    clock, year = stamp.rsplit(" ", 1)
+    whole, fraction = clock.split(".")
+    t = time.strptime(f"{whole} {year}", "%a %b %d %H:%M:%S %Y")
+    return time.mktime(t) + float("0." + fraction)
 
 
 def error_lines(text, expected_tags=()):
