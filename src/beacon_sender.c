@@ -485,10 +485,11 @@ void beacon_senders_child_init(apr_pool_t *pchild)
 void beacon_senders_child_stopping(apr_pool_t *pchild, int graceful)
 {
     (void)pchild;
-    if (!lanes || !child_ready) {
+    if (!lanes) {
         return;
     }
-    /* graceful: event and worker, from a thread, never a signal handler */
+    /* graceful: event and worker, from a thread, never a signal handler;
+     * before child_init no lane is owned and send_leaving returns at once */
     if (graceful && owns_a_lane() && !server_restarting()) {
         retiring_alone = only_this_child_retires();
         if (retiring_alone) {
