@@ -1,17 +1,29 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 #
-# Entry point for building and testing (GNU make):
+# The entry point (GNU make): the commands README names, the Debian
+# packages they need (scripts/ensure-deps), and the order of the two builds
+# below. It compiles nothing itself.
 #
-#   make                 install missing Debian packages, build into build/
-#   make check           build, unit tests (ctest), integration tests (pytest)
+#   CMakeLists.txt  libbeacon, its unit tests, beaconctl and the benchmark
+#                   programs, with a normal C toolchain, into build/
+#   apxs.mk         the httpd module, with apxs: only apxs knows httpd's
+#                   compiler flags, libtool and install layout
+#
+#   make                 build everything into build/
+#   make check           build, unit and CLI tests (ctest), integration
+#                        tests (pytest)
 #   make check-sanitize  the unit tests again under ASan+UBSan, in build-asan/
 #   make bench           run the benchmarks, table also in bench/results/
 #   make demo            a live cluster on 127.0.0.1, about 30 s
 #   make install         apxs -i -a, beaconctl, Debian's a2enmod files
+#   make deps            install the Debian packages all targets need, as
+#                        root (BENCH=1: also make bench's)
 #   make clean
+#   (lint, fuzz, fuzz-replay, check-asan-module: "hardening" below)
 #
-# cmake builds libbeacon, its tests and the benchmark; apxs builds the httpd
-# module (see "httpd module" below). Overrides: make WERROR=OFF, JOBS=n.
+# Only deps, check and demo install packages; every other target checks
+# for them and stops with the apt-get line when one is missing.
+# Overrides: make WERROR=OFF, JOBS=n.
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -36,42 +48,40 @@ MAKEFLAGS += --no-print-directory
 
 all: build module
 
-deps:
-	@sh scripts/ensure-deps
+# Every target starts from deps. It installs what is missing (as root) only
+# when the command line names deps, check or demo; otherwise it runs
+# `ensure-deps --check`, which never installs and fails with the apt-get
+# line. make bench's packages (wrk, haproxy) are installed only with
+# BENCH=1, and checked for when the command line names bench.
+ifneq ($(filter deps check demo,$(MAKECMDGOALS)),)
+DEPS_ARGS = $(if $(BENCH),--bench)
+else
+DEPS_ARGS = --check $(if $(BENCH)$(filter bench,$(MAKECMDGOALS)),--bench)
+endif
 
-# cmake is re-run on every build: it is quick when nothing changed, and it
-# picks up test files that appeared since (CMakeLists.txt adds tests only
-# if their source exists).
+deps:
+	@sh scripts/ensure-deps $(DEPS_ARGS)
+
+# cmake is re-run on every build: it is quick when nothing changed. The
+# default target builds everything CMakeLists.txt defines (bench_flood and
+# bench_datagram too).
 build: deps
 	$(CMAKE) -S . -B $(BUILD) $(CMAKE_ARGS)
 	$(CMAKE) --build $(BUILD) --parallel $(JOBS)
 
 # ---- httpd module ---------------------------------------------------------
-# The module is built by apxs, which knows httpd's compiler flags and layout.
-# Its rules belong in apxs.mk, called with BUILD, WERROR and BEACON_LIB (the
-# static library to link into the DSO). Until apxs.mk exists this target does
-# nothing, so the library and its tests build on their own.
-APXS_MK    := $(wildcard apxs.mk)
+# apxs.mk builds it from every src/*.c, linking in the static libbeacon.
 BEACON_LIB  = $(BUILD)/libbeacon.a
 
 module: build
-ifneq ($(APXS_MK),)
 	$(MAKE) -f apxs.mk BUILD=$(BUILD) BEACON_LIB=$(BEACON_LIB) WERROR=$(WERROR)
-endif
 # ---------------------------------------------------------------------------
 
-# Unit tests first, then the integration tests, which start private httpd
-# instances with the module loaded. pytest fails when it collects nothing,
-# so it runs only once tests/integration/test_*.py exist.
-INTEGRATION_TESTS = $(wildcard tests/integration/test_*.py)
-
+# Unit and CLI tests first, then the integration tests, which start private
+# httpd instances with the module loaded (pytest fails if it collects none).
 check: build module
 	$(CTEST) --test-dir $(BUILD) $(CTEST_ARGS)
-ifneq ($(INTEGRATION_TESTS),)
 	$(PYTHON) -m pytest -q tests/integration
-else
-	@echo "check: no tests/integration/test_*.py yet, integration skipped"
-endif
 
 # Debug (-O0, no NDEBUG): the library's assert()s stay live under the
 # sanitizers, and reports point at the exact line.
@@ -83,15 +93,18 @@ check-sanitize: deps
 
 # End-to-end benchmarks, about 5 minutes (bench/run_bench.py): the request
 # path through the proxy (wrk), the receiver under a datagram flood
-# (bench/flood.c), join and eviction latency against HAProxy, memory and
-# CPU, and bench_datagram. They report and never fail on a missed goal;
-# wrk and haproxy are installed on first use (as root, via ensure-deps).
+# (build/bench_flood), join and eviction latency against HAProxy, memory
+# and CPU, and build/bench_datagram. They report and never fail on a missed
+# goal. wrk and haproxy are checked for, never installed here (`make deps
+# BENCH=1` does, as root); the recipe checks again for `make check bench`,
+# where deps installed only the base packages.
 # The table goes to stdout and bench/results/latest.txt (raw figures:
 # latest.json), each through a temporary file so a failed run keeps the
 # last result. BENCH_ARGS=--quick is a smoke run of about a minute;
 # BENCH_ARGS="--only control,library" picks sections.
 BENCH_ARGS ?=
 bench: build module
+	@sh scripts/ensure-deps --check --bench
 	$(PYTHON) bench/run_bench.py --build $(BUILD) $(BENCH_ARGS)
 
 # Live demo, about 30 s: a private proxy apache2 and three backend apache2s
@@ -120,10 +133,10 @@ install: all
 		echo "  LoadModule proxy_beacon_module $$($(APXS) -q LIBEXECDIR)/mod_proxy_beacon.so"; \
 	fi
 
+# build-asan/ also holds check-asan-module's tree (build-asan/mod); the
+# module's objects are next to its sources, hence apxs.mk's clean.
 clean:
-ifneq ($(APXS_MK),)
 	$(MAKE) -f apxs.mk BUILD=$(BUILD) clean
-endif
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
 
 # ---- hardening: fuzzing, sanitizers inside httpd, static analysis ---------
@@ -149,13 +162,15 @@ lint: deps
 
 # libbeacon comes from the check-sanitize tree (same cmake options: Debug,
 # BEACON_SANITIZE=ON, -fPIC); apxs.mk builds the module in $(ASAN_MOD), whose
-# src/, include/ and apxs.mk are symlinks to ours, so the instrumented
-# objects never mix with the normal build's src/*.lo. WERROR=OFF: warnings
-# are the normal build's business. The tests get tools/asan-apache2 as
-# APACHE2: the runtimes are preloaded into httpd only. Reports are files in
+# include/ and apxs.mk are symlinks to ours and whose src/ holds a symlink to
+# each src/*.c and src/*.h, so the instrumented objects never mix with the
+# normal build's src/*.lo. That src/ is made afresh on each run, so a file
+# renamed or removed in ours leaves no stale link. WERROR=OFF: warnings are
+# the normal build's business. The tests get tools/asan-apache2 as APACHE2:
+# the runtimes are preloaded into httpd only. Reports are files in
 # $(SAN_REPORTS) (asan.<pid>, ubsan.<pid>); any file there fails the target,
 # after the tests, whether they passed or not. PYTEST_ARGS narrows the run,
-# e.g. PYTEST_ARGS="-k receiver".
+# e.g. PYTEST_ARGS="-k receiver". `make clean` removes it all with build-asan/.
 ASAN_MOD    = $(ASAN_BUILD)/mod
 ASAN_SO     = $(ASAN_MOD)/out/.libs/mod_proxy_beacon.so
 SAN_REPORTS = $(ASAN_MOD)/reports
@@ -167,8 +182,8 @@ check-asan-module: deps
 	$(CMAKE) -S . -B $(ASAN_BUILD) $(CMAKE_ARGS) -DBEACON_SANITIZE=ON \
 		-DCMAKE_BUILD_TYPE=Debug
 	$(CMAKE) --build $(ASAN_BUILD) --target beacon --parallel $(JOBS)
-	@mkdir -p $(ASAN_MOD)/src
-	@for f in src/*.c src/*.h; do ln -sf $(CURDIR)/$$f $(ASAN_MOD)/$$f; done
+	@rm -rf $(ASAN_MOD)/src && mkdir -p $(ASAN_MOD)/src
+	@for f in $(wildcard src/*.c src/*.h); do ln -s $(CURDIR)/$$f $(ASAN_MOD)/$$f; done
 	@ln -sfn $(CURDIR)/include $(ASAN_MOD)/include
 	@ln -sf $(CURDIR)/apxs.mk $(ASAN_MOD)/apxs.mk
 	$(MAKE) -C $(ASAN_MOD) -f apxs.mk BUILD=out WERROR=OFF \

@@ -1,20 +1,26 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 #
-# The httpd module, built by apxs so that it gets httpd's own compiler
-# flags and install layout. Called from the top-level Makefile with BUILD
-# and BEACON_LIB (libbeacon, built by cmake with -fPIC, linked into the DSO).
+# apxs.mk builds the httpd module, mod_proxy_beacon.so, from src/ with
+# apxs, and installs it. It is apart from CMakeLists.txt because only apxs
+# knows httpd's compiler flags, its libtool and its install layout. The
+# top-level Makefile calls it after cmake has built libbeacon (-fPIC),
+# which is linked into the DSO:
 #
-#   make -f apxs.mk BUILD=build BEACON_LIB=build/libbeacon.a
+#   make -f apxs.mk BUILD=build BEACON_LIB=build/libbeacon.a [WERROR=ON]
 #   make -f apxs.mk BUILD=build install     (apxs -i -a: copies the DSO and
 #                                             adds the LoadModule line)
+#
+# Paths are relative to the directory make runs in, which holds src/,
+# include/ and apxs.mk (`make check-asan-module` runs it in a tree of
+# symlinks). Every src/*.c is part of the module: a file added or renamed
+# there needs no edit here.
 
 APXS       ?= apxs
 BUILD      ?= build
 BEACON_LIB ?= $(BUILD)/libbeacon.a
 
-MODULE_SRC = src/mod_proxy_beacon.c src/beacon_receiver.c src/beacon_proxy.c \
-             src/beacon_sender.c src/beacon_status.c
-MODULE_HDR = src/mod_proxy_beacon.h include/beacon.h
+MODULE_SRC = $(sort $(wildcard src/*.c))
+MODULE_HDR = $(sort $(wildcard src/*.h)) include/beacon.h
 MODULE_LA  = $(BUILD)/mod_proxy_beacon.la
 MODULE_SO  = $(BUILD)/.libs/mod_proxy_beacon.so
 
@@ -30,7 +36,7 @@ LINK   = -Wl,-export-symbols-regex -Wl,'^proxy_beacon_module$$'
 all: $(MODULE_SO)
 
 $(MODULE_SO): $(MODULE_SRC) $(MODULE_HDR) $(BEACON_LIB) apxs.mk
-	$(APXS) -c -o $(MODULE_LA) -I include $(WARN) $(LINK) $(MODULE_SRC) \
+	$(APXS) -c -o $(MODULE_LA) -I include -I src $(WARN) $(LINK) $(MODULE_SRC) \
 		$(BEACON_LIB) -laprutil-1 -lapr-1
 
 install: $(MODULE_SO)

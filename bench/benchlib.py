@@ -530,21 +530,3 @@ def tool_version(cmd, pattern):
         return None
 
 
-def ensure_packages(packages):
-    """Install missing Debian packages through the project's own
-    scripts/ensure-deps (as root; it denies service starts during the
-    install, so haproxy's package does not start a system haproxy).
-    Returns None, or why they are still missing."""
-    missing = [p for p in packages if not shutil.which(p)]
-    if not missing:
-        return None
-    if os.geteuid() != 0:
-        return f"not root: run as root `apt-get install -y {' '.join(missing)}`"
-    env = dict(os.environ, BEACON_EXTRA_DEPS=" ".join(missing))
-    r = subprocess.run(["sh", str(REPO / "scripts" / "ensure-deps")], env=env,
-                       capture_output=True, text=True, timeout=900)
-    still = [p for p in missing if not shutil.which(p)]
-    if still:
-        return (f"apt-get install of {' '.join(still)} failed: "
-                + (r.stderr or r.stdout)[-500:])
-    return None

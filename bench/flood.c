@@ -240,7 +240,8 @@ int main(int argc, char **argv)
     unsigned long long count = 0, sent = 0, errors = 0, seq = 0;
     unsigned batch = 64, pos = 0;
     int port = 0, cpu = -1, forged, fd, i;
-    apr_int64_t last_ts = 0, pid = (apr_int64_t)getpid();
+    beacon_sequence_t sequence = {0, 0};
+    apr_int64_t pid = (apr_int64_t)getpid();
     beacon_key_t key;
     const char *err;
 
@@ -328,11 +329,12 @@ int main(int argc, char **argv)
                     .url = urls[seq % nurls],
                     .host = "bench-flood",
                     .pid = pid,
-                    .seq = (apr_int64_t)seq,
-                    .ts = beacon_next_ts(&last_ts, wall),
                     .state = NULL,
                 };
-                int len = beacon_format(bufs[b], DGRAM_SIZE, &a, &key);
+                int len;
+
+                beacon_sequence_stamp(&sequence, wall, &a);
+                len = beacon_format(bufs[b], DGRAM_SIZE, &a, &key);
 
                 if (len < 0)
                     die("cannot format an announcement for %s", a.url);

@@ -19,9 +19,10 @@ Sections (all by default, --only picks some):
 
 Benchmarks report, they never fail: a missed goal is marked MISSED in the
 table and the exit status is still 0. A section that cannot run (wrk or
-haproxy missing and not root, say) says why in the table. The table goes to
-stdout and to bench/results/latest.txt (raw figures: latest.json), each
-written to a temporary file first so a crashed run keeps the last result.
+haproxy missing, say: `make deps BENCH=1` installs them, nothing here does)
+says why in the table. The table goes to stdout and to
+bench/results/latest.txt (raw figures: latest.json), each written to a
+temporary file first so a crashed run keeps the last result.
 
 Everything runs on 127.0.0.1, every wait is a bounded poll, and only the
 processes started here are stopped, by pid. --quick (about a minute) is a
@@ -141,22 +142,21 @@ def serves_all(port, names, tries=200):
     return False
 
 
-def build_flood(ctx):
-    """Builds bench/flood.c against libbeacon into the build tree."""
+def find_flood(ctx):
+    """bench/flood.c is built by cmake with the rest (target bench_flood)."""
     out = ctx.build / "bench_flood"
-    src = bl.BENCH / "flood.c"
-    lib = ctx.build / "libbeacon.a"
-    try:
-        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "apr-util-1", "apr-1"],
-                               capture_output=True, text=True, check=True).stdout.split()
-        cmd = ["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-I", str(bl.REPO / "include"),
-               str(src), str(lib), "-o", str(out)] + flags
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if r.returncode != 0:
-            raise RuntimeError(r.stderr[-1000:])
+    if out.exists():
         ctx.flood = str(out)
-    except Exception as e:  # noqa: BLE001
-        ctx.flood_error = f"cannot build bench/flood.c: {e}"
+    else:
+        ctx.flood_error = f"{out} is missing: run make build first"
+
+
+def missing_tool(name):
+    """None when name is on PATH, else how to get it. Nothing is installed
+    here: `make deps BENCH=1` (as root) installs wrk and haproxy."""
+    if shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin"):
+        return None  # haproxy is in /usr/sbin, which a user's PATH may lack
+    return f"not installed; as root: make deps BENCH=1, or apt-get install -y {name}"
 
 
 def flood(ctx, port, mode, seconds, rate=0, count=0, urls_file=None, batch=64):
@@ -200,7 +200,7 @@ def bench_library(ctx):
 # ---- 1. request path ---------------------------------------------------------------
 
 def bench_request(ctx):
-    why = bl.ensure_packages(["wrk"])
+    why = missing_tool("wrk")
     if why:
         raise Skip(f"wrk missing ({why})")
     rounds, secs = (1, 2) if ctx.quick else (5, 10)
@@ -485,7 +485,7 @@ def poll_until(poller, name, t0, timeout=5.0):
 
 
 def bench_convergence(ctx):
-    why = bl.ensure_packages(["haproxy"])
+    why = missing_tool("haproxy")
     trials = 5 if ctx.quick else 30
     timeout = 1.0
     tail = 0.25  # how long to keep polling after the lease lapsed
@@ -829,7 +829,7 @@ def main():
     started, load_before = time.time(), bl.loadavg()
     if not Path(ctx.module).is_file() and set(only) - {"library"}:
         ctx.notes.append(f"{ctx.module} is not built: run `make module`")
-    build_flood(ctx)
+    find_flood(ctx)
     sections = {}
     funcs = {"library": bench_library, "request": bench_request, "control": bench_control,
              "convergence": bench_convergence, "footprint": bench_footprint}

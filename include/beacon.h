@@ -3,7 +3,7 @@
 /*
  * libbeacon: the protocol core of mod_proxy_beacon.
  *
- * Wire format v1 (docs: README.md, "Wire format"):
+ * Wire format v1 (the contract: docs/wire-format.md):
  *
  *   BEACON url=<origin> host=<name> pid=<n> seq=<n> ts=<usec> mac=<16 hex>
  *
@@ -19,6 +19,9 @@
 #include <stddef.h>
 
 #include <apr.h>
+#include <apr_file_info.h>
+#include <apr_network_io.h>
+#include <apr_pools.h>
 #include <apr_time.h>
 
 #ifdef __cplusplus
@@ -29,9 +32,45 @@ extern "C" {
 #define BEACON_MAC_LEN 8           /* SipHash-2-4 tag, bytes */
 #define BEACON_MAX_DATAGRAM 2048   /* larger datagrams are dropped whole */
 #define BEACON_URL_MAX 300         /* canonical url incl. NUL; longer = unacceptable */
-#define BEACON_TS_MAX_DIGITS 18
+#define BEACON_DECIMAL_MAX_DIGITS 18 /* ts, pid, seq: 1 to 18 decimal digits */
 #define BEACON_TABLE_CAPACITY 256  /* announced urls tracked per receiver */
 #define BEACON_MAX_KEYS 4          /* secrets a receiver accepts at once */
+
+/* The defaults both ends assume: a sender's interval between
+ * announcements, and how far a receiver lets a timestamp stray from its
+ * clock. The module's directives and beaconctl start from these. */
+#define BEACON_DEFAULT_INTERVAL apr_time_from_sec(5)
+#define BEACON_DEFAULT_MAX_SKEW apr_time_from_sec(30)
+
+/* The one value of the state= field this version defines: the sender is
+ * stopping, and the receiver takes the member out of rotation at once. */
+#define BEACON_STATE_LEAVING "leaving"
+
+/* ------------------------------------------------------------------ */
+/* Values                                                              */
+
+/*
+ * A plain decimal of 1 to BEACON_DECIMAL_MAX_DIGITS digits, no sign, no
+ * space: the wire's ts, pid and seq, and every count a tool takes. Returns
+ * 1 and sets *out, or 0 (out untouched) for anything else.
+ */
+int beacon_parse_decimal(const char *s, apr_size_t len, apr_int64_t *out);
+
+/* Flags of beacon_parse_host_port(). */
+#define BEACON_HP_ANY_HOST      0x1 /* "", "*" or a missing host: *host = NULL */
+#define BEACON_HP_PORT_OPTIONAL 0x2 /* a missing port: *port = 0 */
+#define BEACON_HP_PORT_ZERO     0x4 /* port 0 is allowed (any free port) */
+
+/*
+ * Where datagrams go or come from: "host:port", an IPv6 literal in
+ * brackets ("[::1]:5555"), an optional leading scheme ("udp://", "tcp://",
+ * as httpd's Listen takes it) ignored. *host is allocated from p. Returns
+ * NULL, or a static message saying what is wrong; no IPv6 scope ("%eth0")
+ * is accepted.
+ */
+const char *beacon_parse_host_port(apr_pool_t *p, const char *spec,
+                                   unsigned flags, char **host,
+                                   apr_port_t *port);
 
 /* ------------------------------------------------------------------ */
 /* Key                                                                 */
@@ -48,6 +87,32 @@ typedef struct {
  * error.
  */
 const char *beacon_key_parse(const char *secret, beacon_key_t *key);
+
+/*
+ * The secret-file rule, the same for ProxyBeaconSecret file:/path and
+ * beaconctl --secret-file: the secret is the file's first line, up to its
+ * LF (or the end of the file), one CR right before that end dropped. The line
+ * may hold at most BEACON_SECRET_LINE_MAX bytes, and no NUL and no other
+ * CR (either would make one tool read another key than the other). The
+ * line is then parsed as beacon_key_parse() does.
+ */
+#define BEACON_SECRET_LINE_MAX 4096
+
+/* The rule on the first len bytes of a file (the caller read at least
+ * BEACON_SECRET_READ_MAX of them, or the whole file). Returns NULL, or a
+ * static message that never holds the secret. */
+#define BEACON_SECRET_READ_MAX (BEACON_SECRET_LINE_MAX + 2) /* + CR LF */
+const char *beacon_key_parse_file(const char *buf, apr_size_t len,
+                                  beacon_key_t *key);
+
+/*
+ * Reads path and applies the rule: the file's bytes never outlive the
+ * call (wiped). *prot, when not NULL, gets the file's permission bits
+ * (APR_FPROT_*), so that a caller can warn about a file others can read.
+ * Returns NULL, or a message from p (an I/O error names the path).
+ */
+const char *beacon_key_read_file(apr_pool_t *p, const char *path,
+                                 beacon_key_t *key, apr_fileperms_t *prot);
 
 /* Zeroes a key so that freed memory keeps no key material. */
 void beacon_key_wipe(beacon_key_t *key);
@@ -84,10 +149,20 @@ int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
                   const beacon_key_t *key);
 
 /*
- * A timestamp source that never goes backwards: returns max(now, last + 1)
- * and remembers it in *last. The sender passes the wall clock as now.
+ * A sender's sequencing: seq counts from 0 with every announcement, and
+ * ts is the wall clock, made strictly increasing (max(now, last + 1)) so
+ * that a clock stepped back cannot make a receiver drop the sender as a
+ * replay. Zero-initialize; one per stream of datagrams a receiver sees
+ * (a sender that sends one datagram to several proxies may share one).
  */
-apr_int64_t beacon_next_ts(apr_int64_t *last, apr_time_t now);
+typedef struct {
+    apr_int64_t next_seq;
+    apr_int64_t last_ts;
+} beacon_sequence_t;
+
+/* Sets a->seq and a->ts for the next announcement, sent at now. */
+void beacon_sequence_stamp(beacon_sequence_t *s, apr_time_t now,
+                           beacon_announcement_t *a);
 
 /* ------------------------------------------------------------------ */
 /* Outcomes                                                            */
@@ -105,7 +180,6 @@ typedef enum {
     BEACON_DROP_UNACCEPTABLE_URL, /* "unacceptable url" */
     BEACON_DROP_REPLAYED_TS,      /* "replayed/reordered ts" */
     BEACON_DROP_TABLE_FULL,       /* "member table full" */
-    BEACON_DROP_NOT_MANAGED,      /* "member not managed by beacon" */
     BEACON_REASON_COUNT
 } beacon_reason_t;
 
@@ -127,6 +201,14 @@ typedef struct {
     beacon_span_t url, host, pid, seq, state;
     apr_int64_t ts;
 } beacon_datagram_t;
+
+/* Whether the datagram says state=leaving. */
+int beacon_datagram_is_leaving(const beacon_datagram_t *dg);
+
+/* An informational number (pid, seq) as announced, or -1 when absent or
+ * not a plain decimal (the MAC vouches for the sender, not for its use
+ * of the field). */
+apr_int64_t beacon_span_number(const beacon_span_t *span);
 
 /*
  * Checks buf[0..len) in the wire format's order: size, NUL, frame, MAC
@@ -175,18 +257,26 @@ typedef enum {
     BEACON_REC_PENDING,     /* add failed; retry after retry_at */
     BEACON_REC_ACTIVE,      /* a member in rotation, lease running */
     BEACON_REC_EVICTED,     /* lease lapsed or leaving: disabled */
-    BEACON_REC_NOT_MANAGED  /* the balancer has this url, not created by us */
+    BEACON_REC_NOT_MANAGED  /* the caller declined it: someone else's url */
 } beacon_state_t;
+
+/* The state's name for people ("pending add", "not managed"). */
+const char *beacon_state_name(beacon_state_t state);
 
 /* What the caller must do to the balancer after an accepted announcement. */
 typedef enum {
-    BEACON_ACT_NONE = 0,
+    BEACON_ACT_NONE = 0,  /* nothing: a leaving from a url never added */
+    BEACON_ACT_RENEW,     /* the lease of a member in rotation runs on */
     BEACON_ACT_ADD,       /* create the member; report with added/add_failed */
-    BEACON_ACT_ENABLE,    /* clear Disabled: it was evicted and is back */
-    BEACON_ACT_DISABLE,   /* set Disabled: it announced state=leaving */
+    BEACON_ACT_ENABLE,    /* back into rotation: it was evicted and is back */
+    BEACON_ACT_DISABLE,   /* out of rotation: it announced state=leaving */
     BEACON_ACT_WAIT,      /* an add failed recently; back-off not over */
-    BEACON_ACT_NOT_MANAGED /* leave alone: not created by beacon */
+    BEACON_ACT_NOT_MANAGED /* leave alone: the caller declined this url */
 } beacon_action_t;
+
+/* The action's name as beaconctl listen prints it ("add", "renew",
+ * "ignore" for NONE). */
+const char *beacon_action_name(beacon_action_t action);
 
 typedef struct {
     char url[BEACON_URL_MAX];  /* canonical url, the key */
@@ -228,8 +318,8 @@ beacon_record_t *beacon_table_find(beacon_table_t *t, const char *url);
  * unless ts > the record's high-water mark. On BEACON_OK the lease is
  * renewed, *rec points to the record and *action says what to do; leaving
  * is non-zero for state=leaving. A NOT_MANAGED record gives
- * BEACON_DROP_NOT_MANAGED (with *rec set; its high-water mark and last_seen
- * advance too, which times its release). state=leaving from a url never
+ * BEACON_ACT_NOT_MANAGED (its high-water mark and last_seen advance too,
+ * which times its release). state=leaving from a url never
  * added (NEW, PENDING) changes nothing. A url of BEACON_URL_MAX bytes or more
  * gives BEACON_DROP_UNACCEPTABLE_URL.
  */
@@ -241,7 +331,8 @@ beacon_reason_t beacon_table_accept(beacon_table_t *t, const char *url,
 /* Outcome of BEACON_ACT_ADD: ACTIVE, or PENDING with a doubled back-off. */
 void beacon_table_added(beacon_record_t *rec);
 void beacon_table_add_failed(beacon_record_t *rec, apr_time_t now);
-/* The balancer already holds the url, and beacon did not create it. */
+/* The caller will not manage this url (someone else owns it): its later
+ * announcements give BEACON_ACT_NOT_MANAGED until the record is released. */
 void beacon_table_not_managed(beacon_record_t *rec);
 
 /*

@@ -1,11 +1,14 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
-/* ProxyBeaconSecret parsing and the MAC. */
+/* The secret: ProxyBeaconSecret's forms, the secret-file rule, the MAC. */
 
 #include <string.h>
 
+#include <apr_file_info.h>
+#include <apr_file_io.h>
 #include <apr_sha1.h>
 #include <apr_siphash.h>
+#include <apr_strings.h>
 
 #include "beacon.h"
 #include "beacon_private.h"
@@ -13,6 +16,8 @@
 #define HEX_PREFIX "hex:"
 #define HEX_PREFIX_LEN 4
 #define MIN_PASSPHRASE_LEN 16
+#define STRINGIFY(x) #x
+#define DECIMAL(x) STRINGIFY(x)
 
 const char *beacon_key_parse(const char *secret, beacon_key_t *key)
 {
@@ -59,6 +64,75 @@ const char *beacon_key_parse(const char *secret, beacon_key_t *key)
     *key = parsed;
     beacon_wipe(&parsed, sizeof(parsed));
     return NULL;
+}
+
+const char *beacon_key_parse_file(const char *buf, apr_size_t len,
+                                  beacon_key_t *key)
+{
+    char line[BEACON_SECRET_LINE_MAX + 1];
+    const char *lf = memchr(buf, '\n', len);
+    apr_size_t n = lf ? (apr_size_t)(lf - buf) : len;
+    const char *err;
+
+    if (n > 0 && buf[n - 1] == '\r') {
+        n--; /* the CR of a CRLF line end */
+    }
+    if (n > BEACON_SECRET_LINE_MAX) {
+        return "the first line is longer than "
+               DECIMAL(BEACON_SECRET_LINE_MAX) " bytes";
+    }
+    if (memchr(buf, '\0', n) != NULL) {
+        /* a passphrase cut at the NUL would be a different key */
+        return "the first line holds a NUL byte";
+    }
+    if (memchr(buf, '\r', n) != NULL) {
+        /* one tool could end the line there and another not */
+        return "the first line holds a CR that does not end it";
+    }
+    memcpy(line, buf, n);
+    line[n] = '\0';
+    err = beacon_key_parse(line, key);
+    beacon_wipe(line, sizeof(line));
+    return err;
+}
+
+static const char *io_error(apr_pool_t *p, const char *path, apr_status_t rv)
+{
+    char msg[120];
+
+    return apr_psprintf(p, "cannot read %s: %s", path,
+                        apr_strerror(rv, msg, sizeof(msg)));
+}
+
+const char *beacon_key_read_file(apr_pool_t *p, const char *path,
+                                 beacon_key_t *key, apr_fileperms_t *prot)
+{
+    char buf[BEACON_SECRET_READ_MAX];
+    apr_size_t len = 0;
+    apr_finfo_t finfo;
+    apr_file_t *f;
+    apr_status_t rv;
+    const char *err;
+
+    rv = apr_file_open(&f, path, APR_FOPEN_READ, APR_FPROT_OS_DEFAULT, p);
+    if (rv != APR_SUCCESS) {
+        return io_error(p, path, rv);
+    }
+    memset(&finfo, 0, sizeof(finfo));
+    /* the permission bits only serve a warning: 0 when unknown */
+    (void)apr_file_info_get(&finfo, APR_FINFO_PROT, f);
+    rv = apr_file_read_full(f, buf, sizeof(buf), &len);
+    apr_file_close(f);
+    if (rv != APR_SUCCESS && !APR_STATUS_IS_EOF(rv)) {
+        beacon_wipe(buf, sizeof(buf));
+        return io_error(p, path, rv);
+    }
+    if (prot) {
+        *prot = finfo.protection;
+    }
+    err = beacon_key_parse_file(buf, len, key);
+    beacon_wipe(buf, sizeof(buf));
+    return err;
 }
 
 void beacon_key_wipe(beacon_key_t *key)

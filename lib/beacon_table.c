@@ -115,7 +115,7 @@ static beacon_action_t transition(beacon_record_t *r, int leaving,
             r->state = BEACON_REC_EVICTED;
             return BEACON_ACT_DISABLE;
         }
-        return BEACON_ACT_NONE;
+        return BEACON_ACT_RENEW;
     case BEACON_REC_EVICTED:
         if (leaving) {
             return BEACON_ACT_NONE;
@@ -149,8 +149,7 @@ beacon_reason_t beacon_table_accept(beacon_table_t *t, const char *url,
     r->last_seen = now;
     *rec = r;
     *action = transition(r, leaving, now);
-    return *action == BEACON_ACT_NOT_MANAGED ? BEACON_DROP_NOT_MANAGED
-                                             : BEACON_OK;
+    return BEACON_OK;
 }
 
 void beacon_table_added(beacon_record_t *rec)
@@ -263,14 +262,33 @@ beacon_reason_t beacon_table_adopt(beacon_table_t *t, const char *url,
     return BEACON_OK;
 }
 
+const char *beacon_state_name(beacon_state_t state)
+{
+    switch (state) {
+    case BEACON_REC_NEW:         return "new";
+    case BEACON_REC_PENDING:     return "pending add";
+    case BEACON_REC_ACTIVE:      return "active";
+    case BEACON_REC_EVICTED:     return "evicted";
+    case BEACON_REC_NOT_MANAGED: return "not managed";
+    default:                     return "free";
+    }
+}
+
+const char *beacon_action_name(beacon_action_t action)
+{
+    switch (action) {
+    case BEACON_ACT_RENEW:       return "renew";
+    case BEACON_ACT_ADD:         return "add";
+    case BEACON_ACT_ENABLE:      return "enable";
+    case BEACON_ACT_DISABLE:     return "disable";
+    case BEACON_ACT_WAIT:        return "wait";
+    case BEACON_ACT_NOT_MANAGED: return "not-managed";
+    default:                     return "ignore";
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* The whole receiver pipeline                                         */
-
-static int is_leaving(const beacon_span_t *state)
-{
-    return state->ptr != NULL && state->len == 7 &&
-           memcmp(state->ptr, "leaving", 7) == 0;
-}
 
 beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
                                    unsigned nkeys, const char *buf,
@@ -291,7 +309,7 @@ beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
         ev->url[0] = '\0';
         return BEACON_DROP_UNACCEPTABLE_URL;
     }
-    return beacon_table_accept(t, ev->url, ev->dg.ts, is_leaving(&ev->dg.state),
+    return beacon_table_accept(t, ev->url, ev->dg.ts, beacon_datagram_is_leaving(&ev->dg),
                                now, &ev->rec, &ev->action);
 }
 

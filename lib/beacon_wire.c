@@ -17,7 +17,7 @@
 #define MAC_TOKEN_LEN 5
 #define MAC_HEX_LEN (2 * BEACON_MAC_LEN)
 #define MAC_TAIL_LEN (MAC_TOKEN_LEN + MAC_HEX_LEN)
-#define TS_LIMIT APR_INT64_C(999999999999999999) /* 18 digits */
+#define DECIMAL_LIMIT APR_INT64_C(999999999999999999) /* 18 digits */
 
 static const struct {
     const char *name; /* the log fragment */
@@ -34,7 +34,6 @@ static const struct {
     [BEACON_DROP_UNACCEPTABLE_URL] = {"unacceptable url", "unacceptable_url"},
     [BEACON_DROP_REPLAYED_TS] = {"replayed/reordered ts", "replayed_ts"},
     [BEACON_DROP_TABLE_FULL] = {"member table full", "table_full"},
-    [BEACON_DROP_NOT_MANAGED] = {"member not managed by beacon", "not_managed"},
 };
 
 const char *beacon_reason_name(beacon_reason_t reason)
@@ -51,6 +50,24 @@ const char *beacon_reason_id(beacon_reason_t reason)
         return "unknown";
     }
     return reasons[reason].id;
+}
+
+int beacon_parse_decimal(const char *s, apr_size_t len, apr_int64_t *out)
+{
+    apr_int64_t n = 0;
+    apr_size_t i;
+
+    if (len == 0 || len > BEACON_DECIMAL_MAX_DIGITS) {
+        return 0;
+    }
+    for (i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return 0;
+        }
+        n = n * 10 + (s[i] - '0');
+    }
+    *out = n;
+    return 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -119,7 +136,7 @@ int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
     int ok = 1;
     int i;
 
-    if (bufsize == 0 || a->ts < 0 || a->ts > TS_LIMIT) {
+    if (bufsize == 0 || a->ts < 0 || a->ts > DECIMAL_LIMIT) {
         return -1;
     }
     w.cap = bufsize - 1 < BEACON_MAX_DATAGRAM ? bufsize - 1 : BEACON_MAX_DATAGRAM;
@@ -156,10 +173,12 @@ int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
     return (int)w.len;
 }
 
-apr_int64_t beacon_next_ts(apr_int64_t *last, apr_time_t now)
+void beacon_sequence_stamp(beacon_sequence_t *s, apr_time_t now,
+                           beacon_announcement_t *a)
 {
-    *last = now > *last ? now : *last + 1;
-    return *last;
+    s->last_ts = now > s->last_ts ? now : s->last_ts + 1;
+    a->ts = s->last_ts;
+    a->seq = s->next_seq++;
 }
 
 /* ------------------------------------------------------------------ */
@@ -287,24 +306,6 @@ static int key_seen_before(const char *signed_part, apr_size_t signed_len,
     return 0;
 }
 
-static int parse_ts(const beacon_span_t *v, apr_int64_t *ts)
-{
-    apr_int64_t n = 0;
-    apr_size_t i;
-
-    if (v->len == 0 || v->len > BEACON_TS_MAX_DIGITS) {
-        return 0;
-    }
-    for (i = 0; i < v->len; i++) {
-        if (v->ptr[i] < '0' || v->ptr[i] > '9') {
-            return 0;
-        }
-        n = n * 10 + (v->ptr[i] - '0');
-    }
-    *ts = n;
-    return 1;
-}
-
 /* Step 4: known fields into out; duplicates and ts syntax. */
 static beacon_reason_t parse_fields(const char *buf, apr_size_t signed_len,
                                     beacon_datagram_t *out)
@@ -350,10 +351,27 @@ static beacon_reason_t parse_fields(const char *buf, apr_size_t signed_len,
         }
         *slot = value;
     }
-    if (ts.ptr == NULL || !parse_ts(&ts, &out->ts)) {
+    if (ts.ptr == NULL || !beacon_parse_decimal(ts.ptr, ts.len, &out->ts)) {
         return BEACON_DROP_BAD_TS;
     }
     return BEACON_OK;
+}
+
+int beacon_datagram_is_leaving(const beacon_datagram_t *dg)
+{
+    return dg->state.ptr != NULL &&
+           span_is(&dg->state, BEACON_STATE_LEAVING,
+                   sizeof(BEACON_STATE_LEAVING) - 1);
+}
+
+apr_int64_t beacon_span_number(const beacon_span_t *span)
+{
+    apr_int64_t n;
+
+    if (span->ptr == NULL || !beacon_parse_decimal(span->ptr, span->len, &n)) {
+        return -1;
+    }
+    return n;
 }
 
 beacon_reason_t beacon_verify_any(const char *buf, apr_size_t len,

@@ -12,6 +12,8 @@ wait polls for a condition with a deadline, and only the processes a test
 started are signalled, through their own Popen objects.
 """
 
+import hashlib
+import itertools
 import os
 import queue
 import re
@@ -503,6 +505,128 @@ class ErrorTest(CliTestCase):
             with self.subTest(value=value):
                 r = run(["send", "--interval", value, "--to", "127.0.0.1:9"])
                 self.assert_one_line_error(r, must_contain=["no secret"])
+
+
+class SecretFileTest(CliTestCase):
+    """The secret-file rule, shared with ProxyBeaconSecret file:/path: the
+    first line up to LF, one CR before the LF dropped, at most 4096 bytes,
+    no NUL and no other CR. Each key is checked against one computed here:
+    a passphrase's key is the first 16 bytes of its SHA-1, handed to
+    beaconctl as hex: through BEACON_SECRET, so that the expected datagram
+    depends on neither the file rule nor the passphrase hashing under
+    test."""
+
+    LIMIT = 4096
+
+    @staticmethod
+    def passphrase(n):
+        """n printable bytes, no two prefixes alike: a key cut short by
+        even one byte is another key."""
+        chars = itertools.cycle("abcdefghijklmnopqrstuvwxyz0123456789-_")
+        return "".join(next(chars) for _ in range(n - 8)) + f"{n:08d}"
+
+    def file_of(self, content):
+        """A secret file holding exactly these bytes."""
+        d = tempfile.TemporaryDirectory()
+        self.addCleanup(d.cleanup)
+        path = os.path.join(d.name, "secret")
+        with open(path, "wb") as f:
+            f.write(content.encode("ascii") if isinstance(content, str)
+                    else content)
+        return path
+
+    def expected(self, passphrase):
+        """`sign --ts 1` under the key of passphrase, computed here."""
+        key = hashlib.sha1(passphrase.encode("ascii")).digest()[:16]
+        r = run(["sign", "--ts", "1"], secret="hex:" + key.hex())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def signed_with_file(self, path):
+        r = run(["sign", "--ts", "1", "--secret-file", path])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        self.assertRegex(r.stdout, r"^BEACON ts=1 mac=[0-9a-f]{16}\n$")
+        return r.stdout
+
+    def refused(self, path, must_contain):
+        r = run(["sign", "--ts", "1", "--secret-file", path])
+        self.assert_one_line_error(r, must_contain=must_contain)
+        return r.stderr
+
+    def test_lines_up_to_the_limit_give_the_key_of_exactly_those_bytes(self):
+        # 1023 and 1024: around where httpd once cut the line silently
+        for n in (1023, 1024, self.LIMIT):
+            for end in ("\n", "\r\n", ""):
+                with self.subTest(length=n, end=repr(end)):
+                    phrase = self.passphrase(n)
+                    self.assertEqual(len(phrase), n)
+                    path = self.file_of(phrase + end + "next line\n"
+                                        if end else phrase)
+                    self.assertEqual(self.signed_with_file(path),
+                                     self.expected(phrase))
+
+    def test_a_key_cut_by_one_byte_would_be_noticed(self):
+        # the check above is only as good as this: another length, another key
+        self.assertNotEqual(self.expected(self.passphrase(1024)),
+                            self.expected(self.passphrase(1024)[:1023]))
+
+    def test_a_line_over_the_limit_is_an_error_naming_the_limit(self):
+        for end in ("\n", "\r\n", ""):
+            with self.subTest(end=repr(end)):
+                phrase = self.passphrase(self.LIMIT + 1)
+                path = self.file_of(phrase + end)
+                err = self.refused(path, ["--secret-file", path, "4096"])
+                self.assertNotIn(phrase[:64], err)
+
+    def test_crlf_line_end_gives_the_same_key_as_lf(self):
+        phrase = self.passphrase(40)
+        lf = self.signed_with_file(self.file_of(phrase + "\n"))
+        crlf = self.signed_with_file(self.file_of(phrase + "\r\n"))
+        self.assertEqual(crlf, lf)
+        self.assertEqual(lf, self.expected(phrase))
+
+    def test_a_cr_inside_the_line_is_an_error(self):
+        # one tool would end the line at the CR and another not
+        for content in ("first-half-of-it\rsecond-half-of-it\n",
+                        "a-long-passphrase-then-cr\r\r\n",
+                        "\ra-long-passphrase-after-cr\n"):
+            with self.subTest(content=repr(content)):
+                path = self.file_of(content)
+                err = self.refused(path, ["--secret-file", path, "CR"])
+                self.assertNotIn("half-of-it", err)
+                self.assertNotIn("long-passphrase", err)
+
+    def test_a_nul_is_an_error(self):
+        for content in (b"a-long-passphrase\0and-more\n", b"\0" * 20,
+                        b"hex:00112233445566778899aabbccddeeff\0\n"):
+            with self.subTest(content=content):
+                path = self.file_of(content)
+                err = self.refused(path, ["--secret-file", path, "NUL"])
+                self.assertNotIn("long-passphrase", err)
+
+    def test_no_trailing_newline_is_fine(self):
+        phrase = self.passphrase(100)
+        self.assertEqual(self.signed_with_file(self.file_of(phrase)),
+                         self.expected(phrase))
+        self.assertEqual(self.signed_with_file(self.file_of(HEX_SECRET)),
+                         self.signed_with_file(self.file_of(HEX_SECRET + "\n")))
+
+    def test_only_the_first_line_counts(self):
+        first, second = self.passphrase(30), self.passphrase(50)
+        for rest in (second + "\n", second, "\n", "\r\n",
+                     # what follows the first LF is never looked at
+                     "x" * 10000 + "\r\0\n", "\0\r"):
+            with self.subTest(rest=repr(rest[:20])):
+                path = self.file_of(first + "\n" + rest)
+                self.assertEqual(self.signed_with_file(path),
+                                 self.expected(first))
+        self.assertNotEqual(self.expected(first), self.expected(second))
+
+    def test_an_unreadable_file_is_named_once(self):
+        path = os.path.join(self.file_of("unused"), "not-a-directory")
+        err = self.refused(path, ["--secret-file"])
+        self.assertEqual(err.count(path), 1, err)
 
 
 class HelpTest(CliTestCase):

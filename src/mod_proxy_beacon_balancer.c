@@ -1,9 +1,7 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * The balancer side of the adapter: adding, enabling and disabling the
- * members beacon manages, exactly as balancer-manager does, and the
- * ownership registry that says which members those are.
+ * The balancer side of the adapter (see mod_proxy_beacon_balancer.h).
  *
  * mod_proxy's functions are weak references, resolved when this DSO is
  * loaded: a backend that only sends loads the module without mod_proxy,
@@ -12,7 +10,7 @@
  * symbol".
  */
 
-#include "mod_proxy_beacon.h"
+#include "mod_proxy_beacon_balancer.h"
 
 #include <apr_strings.h>
 #include <ap_provider.h>
@@ -110,14 +108,9 @@ static apr_status_t registry_open(beacon_target *t, apr_pool_t *pconf,
 {
     apr_status_t rv;
 
+    /* check_config made sure mod_slotmem_shm is loaded */
     t->storage = ap_lookup_provider(AP_SLOTMEM_PROVIDER_GROUP, "shm",
                                     AP_SLOTMEM_PROVIDER_VERSION);
-    if (t->storage == NULL) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, t->s, BCNLOGNO(00001)
-                     "mod_slotmem_shm is required by ProxyBeaconListen: "
-                     "load it before mod_proxy_beacon");
-        return APR_EGENERAL;
-    }
     rv = t->storage->create(&t->registry, name, sizeof(beacon_mark),
                             BEACON_TABLE_CAPACITY,
                             AP_SLOTMEM_TYPE_PREGRAB | AP_SLOTMEM_TYPE_PERSIST,
@@ -212,13 +205,64 @@ static proxy_worker *find_worker(proxy_balancer *b, const char *url)
     return NULL;
 }
 
-/* Picks up members other processes added, like a request would. */
+/*
+ * The balancer's locks, checked as balancer-manager checks them: a lock
+ * that fails is said once, with the balancer's name, and nothing is
+ * changed without it.
+ */
+static apr_status_t thread_lock(beacon_target *t)
+{
+    apr_status_t rv = PROXY_THREAD_LOCK(t->b);
+
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00014)
+                     "cannot take the thread lock of %s", t->b->s->name);
+    }
+    return rv;
+}
+
+static void thread_unlock(beacon_target *t)
+{
+    apr_status_t rv = PROXY_THREAD_UNLOCK(t->b);
+
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00017)
+                     "cannot release the thread lock of %s", t->b->s->name);
+    }
+}
+
+/* balancer-manager's order: the thread lock, then the global lock. */
+static apr_status_t lock_balancer(beacon_target *t)
+{
+    apr_status_t rv = thread_lock(t);
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = PROXY_GLOBAL_LOCK(t->b)) != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00015)
+                     "cannot take the global lock of %s", t->b->s->name);
+        thread_unlock(t);
+    }
+    return rv;
+}
+
+static void unlock_balancer(beacon_target *t)
+{
+    apr_status_t rv = PROXY_GLOBAL_UNLOCK(t->b);
+
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00016)
+                     "cannot release the global lock of %s", t->b->s->name);
+    }
+    thread_unlock(t);
+}
+
 void beacon_proxy_sync(beacon_target *t)
 {
-    if (t->b->s->wupdated > t->b->wupdated) {
-        PROXY_THREAD_LOCK(t->b);
+    if (t->b->s->wupdated > t->b->wupdated && thread_lock(t) == APR_SUCCESS) {
         ap_proxy_sync_balancer(t->b, t->s, t->conf);
-        PROXY_THREAD_UNLOCK(t->b);
+        thread_unlock(t);
     }
 }
 
@@ -383,15 +427,14 @@ static apr_status_t enable_returning(proxy_worker *w)
 beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
                                    apr_pool_t *worker_pool)
 {
-    proxy_balancer *b = t->b;
     beacon_add_result result;
     proxy_worker *existing;
 
-    /* balancer-manager's order: thread lock, then the global lock */
-    PROXY_THREAD_LOCK(b);
-    PROXY_GLOBAL_LOCK(b);
-    ap_proxy_sync_balancer(b, t->s, t->conf);
-    existing = find_worker(b, url);
+    if (lock_balancer(t) != APR_SUCCESS) {
+        return BEACON_ADD_FAILED;
+    }
+    ap_proxy_sync_balancer(t->b, t->s, t->conf);
+    existing = find_worker(t->b, url);
     if (existing != NULL) {
         if (registry_find(t, url) == NULL) {
             result = BEACON_ADD_NOT_OURS;
@@ -407,8 +450,7 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
             result = BEACON_ADD_NOT_CONFIRMED;
         }
     }
-    PROXY_GLOBAL_UNLOCK(b);
-    PROXY_THREAD_UNLOCK(b);
+    unlock_balancer(t);
     return result;
 }
 

@@ -11,7 +11,9 @@
  * balancer as this child sees it.
  */
 
-#include "mod_proxy_beacon.h"
+#include "mod_proxy_beacon_status.h"
+#include "mod_proxy_beacon_receiver.h"
+#include "mod_proxy_beacon_sender.h"
 
 #include <apr_optional_hooks.h>
 #include <apr_strings.h>
@@ -40,14 +42,7 @@ static const char *const event_keys[BEACON_EV_COUNT] = {
 
 static const char *state_name(apr_int32_t state)
 {
-    switch (state) {
-    case BEACON_REC_NEW:         return "new";
-    case BEACON_REC_PENDING:     return "pending add";
-    case BEACON_REC_ACTIVE:      return "active";
-    case BEACON_REC_EVICTED:     return "evicted";
-    case BEACON_REC_NOT_MANAGED: return "not managed";
-    default:                     return "free";
-    }
+    return beacon_state_name((beacon_state_t)state);
 }
 
 /* One record as shown: the shared copy plus what this child derives. */
@@ -81,7 +76,7 @@ static void derive(shown_receiver *out, const beacon_receiver_view *v,
 
     memset(out, 0, sizeof(*out));
     out->v = v;
-    out->nrows = beacon_receiver_records(v->shared, copy);
+    out->nrows = beacon_status_read(v->shared, copy);
     out->rows = apr_pcalloc(p, sizeof(*out->rows) * (out->nrows + 1));
     out->growth_used = out->growth_free = -1;
     if (v->target) {
@@ -142,7 +137,15 @@ static const char *trimmed(apr_pool_t *p, const char *flags)
 
 static const char *targets_text(apr_pool_t *p, const beacon_server_conf *conf)
 {
-    return apr_array_pstrcat(p, conf->targets, ' ');
+    const char *text = "";
+    int i;
+
+    for (i = 0; i < conf->targets->nelts; i++) {
+        text = apr_pstrcat(p, text, i ? " " : "",
+                           APR_ARRAY_IDX(conf->targets, i, beacon_dest).spec,
+                           NULL);
+    }
+    return text;
 }
 
 /* ------------------------------------------------------------------ */
@@ -150,7 +153,7 @@ static const char *targets_text(apr_pool_t *p, const beacon_server_conf *conf)
 
 static void print_auto(request_rec *r)
 {
-    apr_uint64_t dropped[BEACON_REASON_COUNT] = {0}, events[BEACON_EV_COUNT] = {0};
+    apr_uint64_t dropped[BEACON_DROP_COUNT] = {0}, events[BEACON_EV_COUNT] = {0};
     apr_uint64_t sent = 0, errors = 0;
     unsigned records = 0, active = 0, evicted = 0, pending = 0, not_managed = 0;
     shown_receiver *shown;
@@ -163,7 +166,7 @@ static void print_auto(request_rec *r)
         evicted += shown[i].evicted;
         pending += shown[i].pending;
         not_managed += shown[i].not_managed;
-        for (j = 0; j < BEACON_REASON_COUNT; j++) {
+        for (j = 0; j < BEACON_DROP_COUNT; j++) {
             dropped[j] += shown[i].v->shared->dropped[j];
         }
         for (j = 0; j < BEACON_EV_COUNT; j++) {
@@ -183,9 +186,9 @@ static void print_auto(request_rec *r)
     for (j = 0; j < BEACON_EV_COUNT; j++) {
         ap_rprintf(r, "Beacon%s: %" APR_UINT64_T_FMT "\n", event_keys[j], events[j]);
     }
-    for (j = 1; j < BEACON_REASON_COUNT; j++) {
+    for (j = 1; j < BEACON_DROP_COUNT; j++) {
         ap_rprintf(r, "BeaconDropped_%s: %" APR_UINT64_T_FMT "\n",
-                   beacon_reason_id(j), dropped[j]);
+                   beacon_drop_id(j), dropped[j]);
     }
     ap_rprintf(r, "BeaconSenders: %d\nBeaconSent: %" APR_UINT64_T_FMT "\n"
                "BeaconSendErrors: %" APR_UINT64_T_FMT "\n", nsenders, sent, errors);
@@ -258,9 +261,9 @@ static void print_receiver_html(request_rec *r, const shown_receiver *sr)
         ap_rprintf(r, "<tr><td>%s</td><td>%" APR_UINT64_T_FMT "</td></tr>\n",
                    event_ids[i], v->shared->events[i]);
     }
-    for (i = 1; i < BEACON_REASON_COUNT; i++) {
+    for (i = 1; i < BEACON_DROP_COUNT; i++) {
         ap_rprintf(r, "<tr><td>dropped: %s</td><td>%" APR_UINT64_T_FMT "</td></tr>\n",
-                   beacon_reason_name(i), v->shared->dropped[i]);
+                   beacon_drop_name(i), v->shared->dropped[i]);
     }
     ap_rputs("</table>\n", r);
 }
@@ -393,9 +396,9 @@ static void print_receiver_json(request_rec *r, const shown_receiver *sr)
                    v->shared->events[i]);
     }
     ap_rputs("}, \"dropped\": {", r);
-    for (i = 1; i < BEACON_REASON_COUNT; i++) {
+    for (i = 1; i < BEACON_DROP_COUNT; i++) {
         ap_rprintf(r, "%s\"%s\": %" APR_UINT64_T_FMT, i > 1 ? ", " : "",
-                   beacon_reason_id(i), v->shared->dropped[i]);
+                   beacon_drop_id(i), v->shared->dropped[i]);
     }
     ap_rputs("}, \"members\": [", r);
     for (i = 0; i < sr->nrows; i++) {
@@ -424,7 +427,7 @@ static void print_json(request_rec *r)
         ap_rputs(i ? ", {\"targets\": [" : "{\"targets\": [", r);
         for (t = 0; t < v->conf->targets->nelts; t++) {
             ap_rputs(t ? ", " : "", r);
-            json_str(r, APR_ARRAY_IDX(v->conf->targets, t, const char *));
+            json_str(r, APR_ARRAY_IDX(v->conf->targets, t, beacon_dest).spec);
         }
         ap_rputs("], \"advertise\": ", r);
         json_str_or_null(r, v->conf->advertise);

@@ -11,15 +11,13 @@
  * proxy's, another server's or the receiver's.
  */
 
-#include "mod_proxy_beacon.h"
+#include "mod_proxy_beacon_sender.h"
 
 #include <apr_atomic.h>
 #include <apr_network_io.h>
-#include <apr_shm.h>
 #include <apr_thread_mutex.h>
 #include <apr_strings.h>
 #include <ap_mpm.h>
-#include <mod_watchdog.h>
 #include <scoreboard.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -30,7 +28,7 @@
 #define SOCK_CLOEXEC 0
 #endif
 
-#define SEND_ERROR_LOG_EVERY apr_time_from_sec(60)
+#define SEND_ERROR_LOG_EVERY apr_time_from_sec(60) /* per lane */
 #define TICK apr_time_from_msec(100)      /* mod_watchdog's own slice */
 /* A second announcement this soon after start, so that one lost datagram
  * does not keep a new backend out for a whole interval. */
@@ -45,13 +43,10 @@ typedef struct beacon_sender beacon_sender;
 typedef struct beacon_lane beacon_lane;
 struct beacon_lane {
     beacon_sender *snd;
-    const char *spec;          /* "host:port" as configured */
-    char *host;
-    apr_port_t port;
-    apr_int64_t last_ts;
-    apr_int64_t seq;
+    const beacon_dest *dest;   /* the proxy, as configured */
+    beacon_sequence_t sequence;
     apr_time_t next_due;       /* the next regular announcement */
-    apr_time_t last_error_log;
+    beacon_rate_limit error_log;
     volatile int owner;        /* this child holds the lane's singleton */
     /*
      * Taken around the signing and sending of every announcement. When a
@@ -122,9 +117,8 @@ static int sign_next(beacon_lane *lane, const char *state, apr_time_t now,
     a.url = snd->conf->advertise;
     a.host = snd->hostname;
     a.pid = getpid();
-    a.seq = lane->seq++;
-    a.ts = beacon_next_ts(&lane->last_ts, now);
     a.state = state;
+    beacon_sequence_stamp(&lane->sequence, now, &a);
     return beacon_format(buf, size, &a, &snd->conf->keys[0]);
 }
 
@@ -150,7 +144,7 @@ static void report(beacon_lane *lane, apr_status_t rv, const char *buf,
                    int len)
 {
     beacon_sender *snd = lane->snd;
-    apr_time_t now;
+    unsigned suppressed;
 
     if (len < 0) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, snd->s, BCNLOGNO(00100)
@@ -160,15 +154,14 @@ static void report(beacon_lane *lane, apr_status_t rv, const char *buf,
     }
     if (rv == APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_TRACE2, 0, snd->s, "sent %.*s to %s",
-                     len, buf, lane->spec);
+                     len, buf, lane->dest->spec);
         return;
     }
-    now = apr_time_now();
-    if (now - lane->last_error_log >= SEND_ERROR_LOG_EVERY) {
-        lane->last_error_log = now;
+    if (beacon_rate_allows(&lane->error_log, apr_time_now(),
+                           SEND_ERROR_LOG_EVERY, &suppressed)) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, snd->s, BCNLOGNO(00101)
                      "cannot send beacon to %s (next report in 60 s at "
-                     "most)", lane->spec);
+                     "most)", lane->dest->spec);
     }
 }
 
@@ -184,7 +177,8 @@ static void announce(beacon_lane *lane, apr_pool_t *p)
     apr_status_t rv;
     int len = 0;
 
-    rv = apr_sockaddr_info_get(&sa, lane->host, APR_UNSPEC, lane->port, 0, p);
+    rv = apr_sockaddr_info_get(&sa, lane->dest->host, APR_UNSPEC,
+                               lane->dest->port, 0, p);
     if (rv != APR_SUCCESS) {
         count_send(lane->snd, rv, apr_time_now());
         report(lane, rv, buf, len);
@@ -333,7 +327,7 @@ static apr_status_t send_leaving(void *data)
         apr_thread_mutex_lock(lane->lock);
         lane->stopped = 1;
         if (lane->owner && leaving && lane->last_addr_len > 0) {
-            rv = announce_to(lane, "leaving",
+            rv = announce_to(lane, BEACON_STATE_LEAVING,
                              (const struct sockaddr *)&lane->last_addr,
                              lane->last_addr_len, buf, &len);
         }
@@ -346,54 +340,22 @@ static apr_status_t send_leaving(void *data)
     return APR_SUCCESS;
 }
 
-static const char *split_target(apr_pool_t *p, const char *spec, char **host,
-                                apr_port_t *port)
-{
-    char *scope = NULL;
-
-    if (apr_parse_addr_port(host, &scope, port, spec, p) != APR_SUCCESS ||
-        *host == NULL || scope != NULL || *port == 0) {
-        return "ProxyBeaconAddress: expects host:port";
-    }
-    return NULL;
-}
-
-const char *beacon_sender_check_target(apr_pool_t *p, const char *spec)
-{
-    char *host;
-    apr_port_t port;
-
-    return split_target(p, spec, &host, &port);
-}
-
 static apr_status_t start_lane(apr_pool_t *pconf, beacon_lane *lane, int index)
 {
-    APR_OPTIONAL_FN_TYPE(ap_watchdog_get_instance) *get_instance =
-        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance);
-    APR_OPTIONAL_FN_TYPE(ap_watchdog_register_callback) *register_callback =
-        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_register_callback);
-    ap_watchdog_t *watchdog;
     apr_status_t rv;
 
-    if (!get_instance || !register_callback) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, lane->snd->s, BCNLOGNO(00102)
-                     "mod_watchdog is required by ProxyBeaconAddress");
-        return APR_EGENERAL;
-    }
     rv = apr_thread_mutex_create(&lane->lock, APR_THREAD_MUTEX_DEFAULT, pconf);
     if (rv == APR_SUCCESS) {
-        rv = get_instance(&watchdog,
-                          apr_psprintf(pconf, "_proxy_beacon_sender_%d", index),
-                          0, 1, pconf);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = register_callback(watchdog, TICK, lane, lane_callback);
+        rv = beacon_watchdog_start(pconf,
+                                   apr_psprintf(pconf, "_proxy_beacon_sender_%d",
+                                                index),
+                                   TICK, lane, lane_callback);
     }
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, lane->snd->s, BCNLOGNO(00103)
                      "mod_watchdog cannot run the beacon sender with this "
                      "MPM: this backend will NOT announce itself to %s",
-                     lane->spec);
+                     lane->dest->spec);
     }
     return APR_SUCCESS;
 }
@@ -408,8 +370,7 @@ static apr_status_t add_lanes(apr_pool_t *pconf, beacon_sender *snd,
         beacon_lane *lane = apr_pcalloc(pconf, sizeof(*lane));
 
         lane->snd = snd;
-        lane->spec = APR_ARRAY_IDX(snd->conf->targets, i, const char *);
-        split_target(pconf, lane->spec, &lane->host, &lane->port); /* checked */
+        lane->dest = &APR_ARRAY_IDX(snd->conf->targets, i, beacon_dest);
         if (start_lane(pconf, lane, (*index)++) != APR_SUCCESS) {
             return APR_EGENERAL;
         }
@@ -433,19 +394,15 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
     for (s = main_s; s; s = s->next) {
         beacon_server_conf *conf = beacon_conf(s);
         beacon_sender *snd;
-        apr_shm_t *shm;
 
         if (conf->targets == NULL) {
             continue;
         }
         snd = apr_pcalloc(pconf, sizeof(*snd));
-        if (apr_shm_create(&shm, sizeof(*snd->shared), NULL, pconf) != APR_SUCCESS) {
-            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00105)
-                         "cannot create shared memory for the beacon status");
+        snd->shared = beacon_shm_create(pconf, s, sizeof(*snd->shared));
+        if (snd->shared == NULL) {
             return APR_EGENERAL;
         }
-        snd->shared = apr_shm_baseaddr_get(shm);
-        memset(snd->shared, 0, sizeof(*snd->shared));
         snd->s = s;
         snd->conf = conf;
         snd->hostname = hostname[0] ? apr_pstrdup(pconf, hostname) : NULL;

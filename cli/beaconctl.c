@@ -1,0 +1,161 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * beaconctl: the command-line sender and diagnostic tool of mod_proxy_beacon.
+ *
+ *   send     announce a backend that is not httpd, once or every interval
+ *   listen   print what a receiver would decide for each datagram
+ *   sign     print one signed datagram (scripts, test vectors)
+ *   keygen   print a new random secret
+ *
+ * Protocol decisions are libbeacon's (include/beacon.h); this tool parses
+ * options, moves datagrams and prints. The secret is never taken from the
+ * command line, where every local user could read it with ps: it comes
+ * from --secret-file or the environment variable BEACON_SECRET.
+ *
+ * Exit status: 0 success, 1 runtime failure, 2 usage or configuration
+ * error. Every error is one line on stderr, prefixed "beaconctl: ".
+ *
+ * This file holds main(), the command table and the global --help; each
+ * command is in cli_<command>.c, what they share in cli.h.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <apr_general.h>
+
+#include "cli.h"
+
+static const command_t commands[] = {
+    {"send",
+     "--to HOST:PORT [--to HOST:PORT ...] [--url URL]\n"
+     "[--host NAME] [--interval SECONDS | --once] [--verbose]\n"
+     "[--secret-file FILE]",
+     "Announces a backend that is not httpd to one or more proxies: at\n"
+     "once, then every interval, in the foreground. On SIGTERM or SIGINT\n"
+     "it sends a last datagram with state=leaving (the proxy disables\n"
+     "the member) and exits 0. A name that does not resolve or a failed\n"
+     "send costs one line on stderr per target and minute at most, and\n"
+     "never ends the program. Fields: url, host, pid (own), seq (from 0),\n"
+     "ts (the wall clock in microseconds, strictly increasing).",
+     send_options, run_send},
+    {"listen",
+     "--bind ADDR:PORT [--max-skew SECONDS] [--count N]\n"
+     "[--secret-file FILE ...]",
+     "Receives datagrams and prints one line for each: what a proxy with\n"
+     "the same secret and max skew would decide. The tool to reach for\n"
+     "when a backend never joins. During a rotation give --secret-file\n"
+     "once per secret, at most 4: any of them verifies, as on a proxy\n"
+     "with several ProxyBeaconSecret lines.\n"
+     "  accepted url=<canonical> host=.. pid=.. seq=.. ts=.. [state=..]\n"
+     "      from IP:PORT -> add|renew|disable|enable|ignore\n"
+     "  accepted heartbeat host=.. pid=.. seq=.. ts=.. from IP:PORT\n"
+     "  dropped <reason> from IP:PORT[: detail]\n"
+     "Fields keep the wire order; absent ones are left out. The replay\n"
+     "check starts empty, like a proxy just started, and counts every add\n"
+     "as done. Bytes from the network are shown escaped (\\xNN). Output\n"
+     "is flushed after each line.",
+     listen_options, run_listen},
+    {"sign",
+     "--ts USEC [--url URL] [--host NAME] [--pid N] [--seq N]\n"
+     "[--state S] [--secret-file FILE]",
+     "Prints one signed datagram and a newline, which is not part of it\n"
+     "(for scripts and test vectors). Fields not given are left out; the\n"
+     "rest are written in the wire order url, host, pid, seq, ts, state.",
+     sign_options, run_sign},
+    {"keygen", NULL,
+     "Prints a new random secret, hex: and 32 lowercase hex digits, from\n"
+     "the operating system's random source. Use one secret for\n"
+     "ProxyBeaconSecret on the proxies and for all their senders.",
+     keygen_options, run_keygen},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static const command_t *find_command(const char *name)
+{
+    const command_t *cmd;
+
+    for (cmd = commands; cmd->name; cmd++) {
+        if (strcmp(cmd->name, name) == 0) {
+            return cmd;
+        }
+    }
+    return NULL;
+}
+
+static void print_help(void)
+{
+    const command_t *cmd;
+
+    fputs("usage: beaconctl COMMAND [OPTIONS]\n"
+          "       beaconctl COMMAND --help\n\n"
+          "The command-line sender and diagnostic tool of mod_proxy_beacon,\n"
+          "which lets backends announce themselves to a reverse proxy in\n"
+          "signed UDP datagrams.\n\n"
+          "commands:\n"
+          "  send      announce a backend that is not httpd\n"
+          "  listen    print what a proxy would decide for each datagram\n"
+          "  sign      print one signed datagram\n"
+          "  keygen    print a new random secret\n\n"
+          "The secret (the proxy's ProxyBeaconSecret: hex: and 32 hex digits,\n"
+          "or a passphrase of at least 16 bytes) is read from the first line\n"
+          "of --secret-file FILE, or else from the environment variable\n"
+          SECRET_ENV ". It is never taken from the command line, where every\n"
+          "local user could read it with ps.\n\n"
+          "Exit status: 0 success, 1 runtime failure, 2 usage or configuration\n"
+          "error (one line on stderr, prefixed \"beaconctl: \").\n",
+          stdout);
+    for (cmd = commands; cmd->name; cmd++) {
+        fputs("\n", stdout);
+        print_command_help(cmd);
+    }
+}
+
+/* "beaconctl --help", "-h", "help" and "help COMMAND". */
+static int help(int argc, const char *const *argv)
+{
+    const command_t *cmd;
+
+    if (argc > 2 && strcmp(argv[1], "help") == 0) {
+        if ((cmd = find_command(argv[2])) == NULL) {
+            fail(EXIT_USAGE, "unknown command '%s' (see beaconctl --help)",
+                 argv[2]);
+        }
+        print_command_help(cmd);
+    }
+    else {
+        print_help();
+    }
+    flush_stdout();
+    return 0;
+}
+
+int main(int argc, const char *const *argv)
+{
+    const command_t *cmd;
+    apr_pool_t *p;
+
+    if (apr_app_initialize(&argc, &argv, NULL) != APR_SUCCESS) {
+        fputs("beaconctl: cannot initialize APR\n", stderr);
+        return EXIT_RUNTIME;
+    }
+    atexit(apr_terminate);
+    if (apr_pool_create(&p, NULL) != APR_SUCCESS) {
+        fail(EXIT_RUNTIME, "out of memory");
+    }
+    if (argc < 2) {
+        fail(EXIT_USAGE, "no command given: send, listen, sign or keygen "
+             "(see beaconctl --help)");
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        return help(argc, argv);
+    }
+    if ((cmd = find_command(argv[1])) == NULL) {
+        fail(EXIT_USAGE, "unknown command '%s' (see beaconctl --help)",
+             argv[1]);
+    }
+    cmd_name = cmd->name;
+    return cmd->run(p, cmd, argc - 1, argv + 1);
+}

@@ -1,0 +1,186 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * What beaconctl's files share: errors and output, the option tables and
+ * their parser, durations, the secret, and the stop signals. Protocol
+ * rules are not here but in libbeacon (beacon.h): this tool parses
+ * options, moves datagrams and prints, so that it can never decide
+ * otherwise than the module.
+ */
+#ifndef BEACONCTL_CLI_H
+#define BEACONCTL_CLI_H
+
+#include <apr_getopt.h>
+#include <apr_poll.h>
+#include <apr_pools.h>
+#include <apr_time.h>
+
+#include "beacon.h"
+
+/* Exit status: 0 success, 1 runtime failure, 2 usage or configuration. */
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+
+#define SECRET_ENV "BEACON_SECRET"
+
+/* ------------------------------------------------------------------ */
+/* Errors and output (cli_common.c)                                    */
+
+/* The running command, for messages; NULL before one is chosen. */
+extern const char *cmd_name;
+
+/* One line on stderr, "beaconctl: [command: ]message", then exit(status). */
+void fail(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+/* A warning line that does not end the program. */
+void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+const char *errstr(apr_status_t rv, char *buf, apr_size_t size);
+
+/* stdout is where results go: a failed write is a failed command. */
+void flush_stdout(void);
+
+/*
+ * Writes peer bytes so that the line stays one printable line: bytes
+ * outside 0x20-0x7e, the backslash and the double quote become \xNN.
+ * At most max bytes are shown; "..." marks the cut.
+ */
+void put_escaped(const char *p, apr_size_t len, apr_size_t max);
+
+/* ------------------------------------------------------------------ */
+/* Values (cli_common.c)                                               */
+
+/*
+ * A duration "5", "0.5", "2.5s", "500ms" into microseconds; 0 if s is
+ * anything else.
+ */
+int parse_duration(const char *s, apr_interval_time_t *out);
+
+/* "1.5 s" style, for messages. */
+const char *format_duration(apr_pool_t *p, apr_interval_time_t t);
+
+/* A field value given on the command line (--host, --state): fails
+ * unless the wire can carry it. */
+void check_field(const char *option, const char *value);
+
+/* Checks --url and writes its canonical form into out (BEACON_URL_MAX);
+ * fails with the problem otherwise. */
+void canonical_url(const char *url, char *out);
+
+/*
+ * The key from --secret-file file, or from BEACON_SECRET when file is
+ * NULL. Every problem is a configuration error; no message shows the
+ * secret.
+ */
+void load_key(apr_pool_t *p, const char *file, beacon_key_t *key);
+
+/* ------------------------------------------------------------------ */
+/* Options and help (cli_options.c)                                    */
+
+enum {
+    OPT_HELP = 'h',
+    OPT_TO = 256, /* long-only options: above every character */
+    OPT_URL,
+    OPT_HOST,
+    OPT_INTERVAL,
+    OPT_ONCE,
+    OPT_SECRET_FILE,
+    OPT_VERBOSE,
+    OPT_BIND,
+    OPT_MAX_SKEW,
+    OPT_COUNT,
+    OPT_PID,
+    OPT_SEQ,
+    OPT_TS,
+    OPT_STATE
+};
+
+/* One option: the --help text is generated from the same table. */
+typedef struct {
+    const char *name;
+    int optch;
+    const char *arg;  /* value placeholder for --help; NULL: a flag */
+    const char *help; /* lines separated by '\n' */
+} option_t;
+
+typedef struct command command_t;
+struct command {
+    const char *name;
+    const char *synopsis; /* after "beaconctl NAME "; NULL: none */
+    const char *about;    /* lines separated by '\n' */
+    const option_t *options;
+    int (*run)(apr_pool_t *p, const command_t *cmd, int argc,
+               const char *const *argv);
+};
+
+/* Options more than one command takes. Help lines stay within 52
+ * columns: 26 + 52 fit a terminal of 80. */
+#define SECRET_FILE_OPTION                                                    \
+    {"secret-file", OPT_SECRET_FILE, "FILE",                                  \
+     "read the secret from the first line of FILE (a\n"                      \
+     "trailing newline is ignored); without this option,\n"                  \
+     "from the environment variable " SECRET_ENV ".\n"                       \
+     "There is no option for the secret itself."}
+#define HELP_OPTION {"help", OPT_HELP, NULL, "print this help and exit"}
+#define OPTIONS_END {NULL, 0, NULL, NULL}
+
+/* Each command's options, in --help order (cli_<command>.c). */
+extern const option_t send_options[];
+extern const option_t listen_options[];
+extern const option_t sign_options[];
+extern const option_t keygen_options[];
+
+/* "usage: beaconctl NAME ...", the description and the options. */
+void print_command_help(const command_t *cmd);
+
+typedef struct {
+    apr_getopt_t *os;
+    const apr_getopt_option_t *table;
+    const command_t *cmd;
+    int argc;
+} opts_t;
+
+/* argv[0] is the command's name, argv[1..] its options. */
+void opts_init(opts_t *o, apr_pool_t *p, const command_t *cmd, int argc,
+               const char *const *argv);
+
+/* The next option's code with *arg set, or 0 when all are read. --help
+ * prints the command's help and exits; a stray argument is an error. */
+int opts_next(opts_t *o, const char **arg);
+
+/* For options that may be given once: stores arg, or fails on a repeat. */
+void set_once(const char **slot, const char *arg, const char *name);
+
+/* ------------------------------------------------------------------ */
+/* Stop signals (cli_signals.c)                                        */
+
+/* From now on SIGTERM and SIGINT end waits instead of the program. */
+void catch_stop_signals(apr_pool_t *p);
+
+/* Nonzero once SIGTERM or SIGINT arrived (after catch_stop_signals). */
+int stop_requested(void);
+
+/* A descriptor that polls readable once a stop signal arrived, to wait
+ * for it and for a socket at once. */
+apr_pollfd_t stop_pollfd(apr_pool_t *p);
+
+/*
+ * Waits until deadline or a stop signal; nonzero for the signal. A wait
+ * longer than max means the wall clock stepped back: it ends at once.
+ */
+int wait_until(apr_pool_t *p, apr_time_t deadline, apr_interval_time_t max);
+
+/* ------------------------------------------------------------------ */
+/* Commands: each returns the exit status                              */
+
+int run_send(apr_pool_t *p, const command_t *cmd, int argc,
+             const char *const *argv);
+int run_listen(apr_pool_t *p, const command_t *cmd, int argc,
+               const char *const *argv);
+int run_sign(apr_pool_t *p, const command_t *cmd, int argc,
+             const char *const *argv);
+int run_keygen(apr_pool_t *p, const command_t *cmd, int argc,
+               const char *const *argv);
+
+#endif /* BEACONCTL_CLI_H */

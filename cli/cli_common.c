@@ -1,0 +1,215 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * What every beaconctl command needs besides its options: one-line
+ * errors, escaped output, durations, checked field values and the secret.
+ * What a secret file, a field value or a url may hold is libbeacon's rule;
+ * this file only turns its answers into messages.
+ */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <apr_env.h>
+#include <apr_strings.h>
+
+#include "cli.h"
+
+const char *cmd_name;
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+
+static void vwarn(const char *fmt, va_list ap)
+{
+    fflush(stdout); /* what was printed before the error comes first */
+    fputs("beaconctl: ", stderr);
+    if (cmd_name) {
+        fprintf(stderr, "%s: ", cmd_name);
+    }
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}
+
+void fail(int status, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vwarn(fmt, ap);
+    va_end(ap);
+    exit(status);
+}
+
+void warn(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vwarn(fmt, ap);
+    va_end(ap);
+}
+
+const char *errstr(apr_status_t rv, char *buf, apr_size_t size)
+{
+    return apr_strerror(rv, buf, size);
+}
+
+void flush_stdout(void)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fail(EXIT_RUNTIME, "cannot write to standard output: %s",
+             strerror(errno));
+    }
+}
+
+void put_escaped(const char *p, apr_size_t len, apr_size_t max)
+{
+    apr_size_t i;
+
+    for (i = 0; i < len && i < max; i++) {
+        unsigned char c = (unsigned char)p[i];
+
+        if (c >= 0x20 && c <= 0x7e && c != '\\' && c != '"') {
+            putchar(c);
+        }
+        else {
+            printf("\\x%02x", c);
+        }
+    }
+    if (len > max) {
+        fputs("...", stdout);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Values                                                              */
+
+/*
+ * Up to 9 integer digits, so that no overflow is possible; the fraction
+ * is cut at microseconds.
+ */
+int parse_duration(const char *s, apr_interval_time_t *out)
+{
+    apr_int64_t whole = 0, frac = 0, scale = APR_USEC_PER_SEC, div = 1;
+    int digits = 0, fdigits = 0;
+
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (++digits > 9) {
+            return 0;
+        }
+        whole = whole * 10 + (*s - '0');
+    }
+    if (*s == '.') {
+        for (s++; *s >= '0' && *s <= '9'; s++) {
+            if (++fdigits <= 6) {
+                frac = frac * 10 + (*s - '0');
+                div *= 10;
+            }
+        }
+        if (fdigits == 0) {
+            return 0;
+        }
+    }
+    if (digits == 0 && fdigits == 0) {
+        return 0;
+    }
+    if (strcmp(s, "ms") == 0) {
+        scale = 1000;
+    }
+    else if (*s != '\0' && strcmp(s, "s") != 0) {
+        return 0;
+    }
+    *out = whole * scale + frac * scale / div;
+    return 1;
+}
+
+const char *format_duration(apr_pool_t *p, apr_interval_time_t t)
+{
+    if (t % APR_USEC_PER_SEC == 0) {
+        return apr_psprintf(p, "%" APR_INT64_T_FMT " s", t / APR_USEC_PER_SEC);
+    }
+    return apr_psprintf(p, "%.6g s", (double)t / APR_USEC_PER_SEC);
+}
+
+void check_field(const char *option, const char *value)
+{
+    if (!beacon_value_is_valid(value)) {
+        fail(EXIT_USAGE, "--%s: must be non-empty printable ASCII without "
+             "spaces", option);
+    }
+}
+
+void canonical_url(const char *url, char *out)
+{
+    const char *err = beacon_url_canonicalize(url, strlen(url), out,
+                                              BEACON_URL_MAX);
+
+    if (err) {
+        /* the url is the user's own, but may hold any byte: escape it */
+        fflush(stdout);
+        fputs("beaconctl: ", stderr);
+        fprintf(stderr, "%s: --url '", cmd_name);
+        for (; *url; url++) {
+            unsigned char c = (unsigned char)*url;
+
+            if (c >= 0x20 && c <= 0x7e && c != '\\') {
+                fputc(c, stderr);
+            }
+            else {
+                fprintf(stderr, "\\x%02x", c);
+            }
+        }
+        fprintf(stderr, "': %s\n", err);
+        exit(EXIT_USAGE);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The secret                                                          */
+
+/*
+ * Whether err is beacon_key_read_file()'s I/O message, which already
+ * names the path ("cannot read PATH: ..."): the path is then not printed
+ * a second time. A message about the file's content never starts so.
+ */
+static int names_path(const char *err, const char *file)
+{
+    static const char prefix[] = "cannot read ";
+    apr_size_t n = strlen(file);
+
+    return strncmp(err, prefix, sizeof(prefix) - 1) == 0 &&
+           strncmp(err + sizeof(prefix) - 1, file, n) == 0 &&
+           err[sizeof(prefix) - 1 + n] == ':';
+}
+
+void load_key(apr_pool_t *p, const char *file, beacon_key_t *key)
+{
+    char *value = NULL;
+    const char *err;
+
+    if (file) {
+        /* the secret-file rule is the module's too: the library's */
+        err = beacon_key_read_file(p, file, key, NULL);
+        if (err && names_path(err, file)) {
+            fail(EXIT_USAGE, "--secret-file: %s", err);
+        }
+        if (err) {
+            fail(EXIT_USAGE, "--secret-file %s: %s", file, err);
+        }
+        return;
+    }
+    if (apr_env_get(&value, SECRET_ENV, p) != APR_SUCCESS) {
+        fail(EXIT_USAGE, "no secret: use --secret-file FILE or set the "
+             "environment variable " SECRET_ENV " (see beaconctl %s --help)",
+             cmd_name);
+    }
+    err = beacon_key_parse(value, key);
+    if (err) {
+        fail(EXIT_USAGE, SECRET_ENV ": %s", err);
+    }
+}

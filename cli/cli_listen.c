@@ -1,0 +1,372 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * beaconctl listen: receives datagrams and prints, one line each, what a
+ * proxy with the same secrets and max skew would decide. The decision is
+ * beacon_receive_any()'s, the very call the module makes; this file only
+ * says it.
+ */
+
+#include <stdio.h>
+#include <string.h>
+
+#include <apr_network_io.h>
+#include <apr_poll.h>
+#include <apr_strings.h>
+
+#include "cli.h"
+
+#define SHOWN_BYTES 160 /* of a dropped datagram, escaped */
+
+/* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
+const option_t listen_options[] = {
+    {"bind", OPT_BIND, "ADDR:PORT",
+     "the UDP address to receive on (required). ADDR\n"
+     "may be * or empty for every address, PORT 0 for\n"
+     "any free port: the first line names the address."},
+    {"max-skew", OPT_MAX_SKEW, "SECONDS",
+     "how far a timestamp may be from this machine's\n"
+     "clock, default 30 (ProxyBeaconMaxSkew's default);\n"
+     "fractions and the units s and ms are accepted"},
+    {"count", OPT_COUNT, "N",
+     "exit after N datagrams; default: run until SIGINT\n"
+     "or SIGTERM"},
+    SECRET_FILE_OPTION,
+    HELP_OPTION,
+    OPTIONS_END};
+
+/* The options as given, before any is checked. */
+typedef struct {
+    const char *bind, *max_skew, *count;
+    const char *secret_files[BEACON_MAX_KEYS]; /* NULL: the environment */
+    unsigned nfiles;
+} listen_args_t;
+
+typedef struct {
+    beacon_table_t *table;
+    beacon_key_t keys[BEACON_MAX_KEYS]; /* any of them verifies */
+    unsigned nkeys;
+    apr_interval_time_t max_skew;
+    apr_int64_t count;                  /* datagrams to take; 0: no end */
+    apr_socket_t *sock;
+    apr_pool_t *p;
+} listener_t;
+
+/* ------------------------------------------------------------------ */
+/* One line per datagram                                               */
+
+static void format_peer(const apr_sockaddr_t *sa, char *out, apr_size_t size)
+{
+    char ip[64] = "?";
+
+    apr_sockaddr_ip_getbuf(ip, sizeof(ip), (apr_sockaddr_t *)sa);
+    if (strchr(ip, ':')) {
+        apr_snprintf(out, size, "[%s]:%u", ip, (unsigned)sa->port);
+    }
+    else {
+        apr_snprintf(out, size, "%s:%u", ip, (unsigned)sa->port);
+    }
+}
+
+static void put_span(const char *key, const beacon_span_t *v)
+{
+    if (v->ptr) {
+        printf(" %s=", key);
+        put_escaped(v->ptr, v->len, BEACON_MAX_DATAGRAM);
+    }
+}
+
+static void put_datagram(const char *buf, apr_size_t len)
+{
+    fputs(": \"", stdout);
+    put_escaped(buf, len, SHOWN_BYTES);
+    putchar('"');
+}
+
+static void put_stale_detail(const listener_t *l, const beacon_event_t *ev,
+                             apr_time_t now)
+{
+    apr_int64_t skew = ev->dg.ts - (apr_int64_t)now;
+
+    printf(": ts=%" APR_INT64_T_FMT " is %.3f s %s this clock (max skew "
+           "%s)", ev->dg.ts,
+           (double)(skew < 0 ? -skew : skew) / APR_USEC_PER_SEC,
+           skew < 0 ? "behind" : "ahead of",
+           format_duration(l->p, l->max_skew));
+}
+
+/* The detail after "dropped <reason> from <peer>". */
+static void put_drop_detail(const listener_t *l, beacon_reason_t reason,
+                            const beacon_event_t *ev, const char *buf,
+                            apr_size_t len, apr_time_t now)
+{
+    char tmp[BEACON_URL_MAX];
+    beacon_record_t *rec;
+
+    switch (reason) {
+    case BEACON_DROP_OVERSIZE:
+        printf(": more than %d bytes", BEACON_MAX_DATAGRAM);
+        break;
+    case BEACON_DROP_MAC_MISMATCH:
+        fputs(l->nkeys > 1 ? " (not signed with any of these secrets?)"
+                           : " (not signed with this secret?)", stdout);
+        put_datagram(buf, len);
+        break;
+    case BEACON_DROP_STALE_TS:
+        put_stale_detail(l, ev, now);
+        break;
+    case BEACON_DROP_UNACCEPTABLE_URL:
+        fputs(": url=", stdout);
+        put_escaped(ev->dg.url.ptr, ev->dg.url.len, SHOWN_BYTES);
+        printf(" (%s)", beacon_url_canonicalize(ev->dg.url.ptr, ev->dg.url.len,
+                                                tmp, sizeof(tmp)));
+        break;
+    case BEACON_DROP_REPLAYED_TS:
+        printf(": url=%s ts=%" APR_INT64_T_FMT, ev->url, ev->dg.ts);
+        if ((rec = beacon_table_find(l->table, ev->url)) != NULL) {
+            printf(", last accepted ts=%" APR_INT64_T_FMT, rec->high_ts);
+        }
+        break;
+    case BEACON_DROP_TABLE_FULL:
+        printf(": url=%s", ev->url);
+        break;
+    default: /* embedded NUL, bad frame, duplicate field, bad ts */
+        put_datagram(buf, len);
+        break;
+    }
+}
+
+/* "accepted ..." for an announcement or a heartbeat. */
+static void put_accepted(beacon_event_t *ev, const char *peer)
+{
+    if (ev->rec) {
+        printf("accepted url=%s", ev->url);
+    }
+    else {
+        fputs("accepted heartbeat", stdout);
+    }
+    put_span("host", &ev->dg.host);
+    put_span("pid", &ev->dg.pid);
+    put_span("seq", &ev->dg.seq);
+    printf(" ts=%" APR_INT64_T_FMT, ev->dg.ts);
+    put_span("state", &ev->dg.state);
+    printf(" from %s", peer);
+    if (ev->rec) {
+        printf(" -> %s", beacon_action_name(ev->action));
+        if (ev->action == BEACON_ACT_ADD) {
+            beacon_table_added(ev->rec); /* as if the add succeeded */
+        }
+    }
+}
+
+/* One line for one datagram: what a receiver would decide. */
+static void report(listener_t *l, const char *buf, apr_size_t len,
+                   const apr_sockaddr_t *from)
+{
+    apr_time_t now = apr_time_now();
+    beacon_event_t ev;
+    beacon_reason_t reason;
+    char peer[128];
+
+    format_peer(from, peer, sizeof(peer));
+    reason = beacon_receive_any(l->table, l->keys, l->nkeys, buf, len, now,
+                                &ev);
+    if (reason == BEACON_OK) {
+        put_accepted(&ev, peer);
+    }
+    else {
+        printf("dropped %s from %s", beacon_reason_name(reason), peer);
+        put_drop_detail(l, reason, &ev, buf, len, now);
+    }
+    putchar('\n');
+    flush_stdout();
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup                                                               */
+
+static void parse_listen_options(apr_pool_t *p, const command_t *cmd,
+                                 int argc, const char *const *argv,
+                                 listen_args_t *args)
+{
+    const char *arg;
+    opts_t o;
+    int optch;
+
+    memset(args, 0, sizeof(*args));
+    opts_init(&o, p, cmd, argc, argv);
+    while ((optch = opts_next(&o, &arg)) != 0) {
+        switch (optch) {
+        case OPT_BIND:
+            set_once(&args->bind, arg, "bind");
+            break;
+        case OPT_MAX_SKEW:
+            set_once(&args->max_skew, arg, "max-skew");
+            break;
+        case OPT_COUNT:
+            set_once(&args->count, arg, "count");
+            break;
+        case OPT_SECRET_FILE:
+            /* one per secret during a rotation, as ProxyBeaconSecret */
+            if (args->nfiles == BEACON_MAX_KEYS) {
+                fail(EXIT_USAGE, "--secret-file may be given at most %d "
+                     "times", BEACON_MAX_KEYS);
+            }
+            args->secret_files[args->nfiles++] = arg;
+            break;
+        }
+    }
+}
+
+/* --max-skew, --count and the keys: how datagrams are judged. */
+static void setup_listener(apr_pool_t *p, const listen_args_t *args,
+                           listener_t *l)
+{
+    unsigned i;
+
+    l->p = p;
+    l->max_skew = BEACON_DEFAULT_MAX_SKEW;
+    if (args->max_skew && (!parse_duration(args->max_skew, &l->max_skew) ||
+                           l->max_skew <= 0)) {
+        fail(EXIT_USAGE, "--max-skew '%s': expected positive seconds, e.g. "
+             "30, 2.5 or 500ms", args->max_skew);
+    }
+    if (args->count && (!beacon_parse_decimal(args->count,
+                                              strlen(args->count),
+                                              &l->count) ||
+                        l->count == 0)) {
+        fail(EXIT_USAGE, "--count '%s': expected a positive number",
+             args->count);
+    }
+    /* no --secret-file: one key, from the environment (file NULL) */
+    l->nkeys = args->nfiles > 0 ? args->nfiles : 1;
+    for (i = 0; i < l->nkeys; i++) {
+        load_key(p, args->secret_files[i], &l->keys[i]);
+    }
+    l->table = apr_palloc(p, sizeof(*l->table));
+    beacon_table_init(l->table, 0, l->max_skew); /* 0: no lease, the default */
+}
+
+/* A non-blocking UDP socket bound to --bind; where holds its address. */
+static void open_socket(apr_pool_t *p, const char *bind_arg, const char *host,
+                        apr_port_t port, listener_t *l, char *where,
+                        apr_size_t size)
+{
+    apr_sockaddr_t *sa, *local;
+    apr_status_t rv;
+    char ebuf[120];
+
+    rv = apr_sockaddr_info_get(&sa, host, APR_UNSPEC, port, 0, p);
+    if (rv == APR_SUCCESS) {
+        rv = apr_socket_create(&l->sock, sa->family, SOCK_DGRAM,
+                               APR_PROTO_UDP, p);
+    }
+    if (rv != APR_SUCCESS) {
+        fail(EXIT_RUNTIME, "--bind %s: %s", bind_arg,
+             errstr(rv, ebuf, sizeof(ebuf)));
+    }
+#if APR_HAVE_IPV6
+    if (host == NULL && sa->family == APR_INET6) {
+        (void)apr_socket_opt_set(l->sock, APR_IPV6_V6ONLY, 0); /* IPv4 too */
+    }
+#endif
+    if ((rv = apr_socket_bind(l->sock, sa)) != APR_SUCCESS) {
+        fail(EXIT_RUNTIME, "cannot bind %s: %s", bind_arg,
+             errstr(rv, ebuf, sizeof(ebuf)));
+    }
+    apr_socket_opt_set(l->sock, APR_SO_NONBLOCK, 1);
+    apr_socket_timeout_set(l->sock, 0);
+    if (apr_socket_addr_get(&local, APR_LOCAL, l->sock) == APR_SUCCESS) {
+        format_peer(local, where, size); /* port 0: the one the kernel chose */
+    }
+    else {
+        apr_cpystrn(where, bind_arg, size);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The command                                                         */
+
+/* Reports what is queued. --count and a stop signal end it between
+ * lines, never within one. */
+static void drain(listener_t *l, apr_sockaddr_t *from, apr_int64_t *seen)
+{
+    char buf[BEACON_MAX_DATAGRAM + 1]; /* one more: oversize is detected */
+    char ebuf[120];
+
+    while (!stop_requested() && (l->count == 0 || *seen < l->count)) {
+        apr_size_t len = sizeof(buf);
+        apr_status_t rv = apr_socket_recvfrom(from, l->sock, 0, buf, &len);
+
+        if (APR_STATUS_IS_EAGAIN(rv) || APR_STATUS_IS_EINTR(rv)) {
+            return;
+        }
+        if (rv != APR_SUCCESS) {
+            /* e.g. an ICMP error on some systems: not fatal */
+            warn("receive: %s", errstr(rv, ebuf, sizeof(ebuf)));
+            return;
+        }
+        report(l, buf, len, from);
+        (*seen)++;
+    }
+}
+
+/* Waits for datagrams or a stop signal, whichever comes first. */
+static void listen_loop(listener_t *l)
+{
+    apr_sockaddr_t *from = apr_pcalloc(l->p, sizeof(*from));
+    apr_int64_t seen = 0;
+    apr_pollfd_t pfds[2];
+    char ebuf[120];
+
+    memset(pfds, 0, sizeof(pfds));
+    pfds[0].p = l->p;
+    pfds[0].desc_type = APR_POLL_SOCKET;
+    pfds[0].reqevents = APR_POLLIN;
+    pfds[0].desc.s = l->sock;
+    pfds[1] = stop_pollfd(l->p);
+    while (!stop_requested() && (l->count == 0 || seen < l->count)) {
+        apr_int32_t n;
+        apr_status_t rv = apr_poll(pfds, 2, &n, -1);
+
+        if (rv != APR_SUCCESS && !APR_STATUS_IS_EINTR(rv) &&
+            !APR_STATUS_IS_TIMEUP(rv)) {
+            fail(EXIT_RUNTIME, "poll: %s", errstr(rv, ebuf, sizeof(ebuf)));
+        }
+        drain(l, from, &seen);
+    }
+}
+
+int run_listen(apr_pool_t *p, const command_t *cmd, int argc,
+               const char *const *argv)
+{
+    listen_args_t args;
+    listener_t l;
+    const char *err;
+    char where[128];
+    char *host;
+    apr_port_t port;
+
+    memset(&l, 0, sizeof(l));
+    parse_listen_options(p, cmd, argc, argv, &args);
+    if (args.bind == NULL) {
+        fail(EXIT_USAGE, "--bind ADDR:PORT is required (see beaconctl listen "
+             "--help)");
+    }
+    err = beacon_parse_host_port(p, args.bind,
+                                 BEACON_HP_ANY_HOST | BEACON_HP_PORT_ZERO,
+                                 &host, &port);
+    if (err != NULL) {
+        fail(EXIT_USAGE, "--bind '%s': %s", args.bind, err);
+    }
+    setup_listener(p, &args, &l);
+    open_socket(p, args.bind, host, port, &l, where, sizeof(where));
+    catch_stop_signals(p);
+    printf("listening on %s (max skew %s)\n", where,
+           format_duration(p, l.max_skew));
+    flush_stdout();
+    listen_loop(&l);
+    apr_socket_close(l.sock);
+    beacon_wipe(l.keys, sizeof(l.keys));
+    return 0;
+}

@@ -1,0 +1,309 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * The directives: each parses its value strictly and says what is wrong
+ * in one line naming the directive, so "apache2 -t" reports it with file
+ * and line. Values that are protocol (secrets, urls, addresses) are
+ * checked by libbeacon's rules, the same that beaconctl applies.
+ */
+
+#include "mod_proxy_beacon_config.h"
+
+#include <apr_strings.h>
+#include <http_core.h>
+
+beacon_server_conf *beacon_conf(const server_rec *s)
+{
+    return ap_get_module_config(s->module_config, &proxy_beacon_module);
+}
+
+static const char *where_of(cmd_parms *cmd)
+{
+    return apr_psprintf(cmd->pool, "%s:%d", cmd->directive->filename,
+                        cmd->directive->line_num);
+}
+
+/* Key material leaves no trace in memory httpd frees at a restart. */
+static apr_status_t wipe_keys(void *data)
+{
+    beacon_server_conf *conf = data;
+    unsigned i;
+
+    for (i = 0; i < BEACON_MAX_KEYS; i++) {
+        beacon_key_wipe(&conf->keys[i]);
+    }
+    return APR_SUCCESS;
+}
+
+void *beacon_create_server_conf(apr_pool_t *p, server_rec *s)
+{
+    beacon_server_conf *conf = apr_pcalloc(p, sizeof(*conf));
+
+    (void)s;
+    conf->max_skew = BEACON_DEFAULT_MAX_SKEW;
+    conf->interval = BEACON_DEFAULT_INTERVAL;
+    return conf;
+}
+
+/* Roles (listen, balancer, targets, advertise) belong to the server that
+ * names them; the secret and the timings are inherited. */
+void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    beacon_server_conf *base = basev, *add = addv;
+    beacon_server_conf *conf = apr_pmemdup(p, add, sizeof(*conf));
+
+    if (add->nkeys == 0) {
+        memcpy(conf->keys, base->keys, sizeof(conf->keys));
+        conf->nkeys = base->nkeys;
+    }
+    if (conf->nkeys) {
+        apr_pool_cleanup_register(p, conf, wipe_keys, apr_pool_cleanup_null);
+    }
+    if (!add->timeout_set) {
+        conf->timeout = base->timeout;
+        conf->timeout_set = base->timeout_set;
+    }
+    if (!add->max_skew_set) {
+        conf->max_skew = base->max_skew;
+        conf->max_skew_set = base->max_skew_set;
+    }
+    if (!add->interval_set) {
+        conf->interval = base->interval;
+        conf->interval_set = base->interval_set;
+    }
+    return conf;
+}
+
+static beacon_server_conf *cmd_conf(cmd_parms *cmd)
+{
+    return beacon_conf(cmd->server);
+}
+
+/* ------------------------------------------------------------------ */
+/* Receiver                                                            */
+
+static const char *set_listen(cmd_parms *cmd, void *dummy, int argc,
+                              char *const argv[])
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+    char *host = NULL;
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    if (conf->listen_set) {
+        return "ProxyBeaconListen: may only be given once per server";
+    }
+    if (argc > 1) {
+        return "ProxyBeaconListen: takes at most one [address][:port]";
+    }
+    if (argc == 1) {
+        err = beacon_parse_host_port(cmd->pool, argv[0],
+                                     BEACON_HP_ANY_HOST | BEACON_HP_PORT_OPTIONAL,
+                                     &host, &conf->listen_port);
+        if (err) {
+            return apr_psprintf(cmd->pool, "ProxyBeaconListen: '%s' is not "
+                                "[address][:port]: %s", argv[0], err);
+        }
+    }
+    conf->listen_host = host;
+    conf->listen_set = 1;
+    conf->where = where_of(cmd);
+    return NULL;
+}
+
+static const char *set_balancer(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    if (strncasecmp(arg, "balancer://", 11) == 0) {
+        arg += 11;
+    }
+    if (*arg == '\0' || strchr(arg, '/')) {
+        return "ProxyBeaconBalancer: expects a balancer name, e.g. 'cluster' "
+               "or 'balancer://cluster'";
+    }
+    conf->balancer_name = apr_pstrdup(cmd->pool, arg);
+    conf->balancer_where = where_of(cmd);
+    return NULL;
+}
+
+static const char *parse_interval(cmd_parms *cmd, const char *arg,
+                                  apr_interval_time_t *out, int allow_zero)
+{
+    apr_interval_time_t t;
+
+    if (ap_timeout_parameter_parse(arg, &t, "s") != APR_SUCCESS || t < 0 ||
+        (t == 0 && !allow_zero)) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not %s interval (e.g. 30, "
+                            "30s, 500ms)", cmd->cmd->name, arg,
+                            allow_zero ? "an" : "a positive");
+    }
+    *out = t;
+    return NULL;
+}
+
+static const char *set_timeout(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+
+    (void)dummy;
+    conf->timeout_set = 1;
+    return parse_interval(cmd, arg, &conf->timeout, 1);
+}
+
+static const char *set_max_skew(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+
+    (void)dummy;
+    conf->max_skew_set = 1;
+    return parse_interval(cmd, arg, &conf->max_skew, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Both                                                                */
+
+/*
+ * "file:/path": the secret is read now, while the server still runs as
+ * root, so the file can be 0600 and the configuration world-readable.
+ * What counts as the secret in the file is libbeacon's rule, the one
+ * beaconctl --secret-file follows.
+ */
+static const char *read_secret_file(cmd_parms *cmd, const char *name,
+                                    beacon_key_t *key)
+{
+    const char *path = ap_server_root_relative(cmd->temp_pool, name);
+    apr_fileperms_t prot = 0;
+    const char *err;
+
+    if (path == NULL || *name == '\0') {
+        return "file: needs a path";
+    }
+    err = beacon_key_read_file(cmd->temp_pool, path, key, &prot);
+    if (err == NULL && (prot & APR_FPROT_WREAD)) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, cmd->server, BCNLOGNO(00081)
+                     "ProxyBeaconSecret: %s is readable by every user; make it "
+                     "readable by root only (chmod 600)", path);
+    }
+    return err;
+}
+
+static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    beacon_key_t *key = &conf->keys[conf->nkeys];
+    const char *err;
+
+    (void)dummy;
+    if (conf->nkeys == BEACON_MAX_KEYS) {
+        return "ProxyBeaconSecret: at most 4 per server (the first signs, "
+               "a receiver accepts any)";
+    }
+    if (strncmp(arg, "file:", 5) == 0) {
+        err = read_secret_file(cmd, arg + 5, key);
+    }
+    else {
+        err = beacon_key_parse(arg, key);
+    }
+    if (err) {
+        return apr_pstrcat(cmd->pool, "ProxyBeaconSecret: ", err, NULL);
+    }
+    if (conf->nkeys++ == 0) {
+        apr_pool_cleanup_register(cmd->pool, conf, wipe_keys,
+                                  apr_pool_cleanup_null);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Sender                                                              */
+
+static const char *set_address(cmd_parms *cmd, void *dummy, int argc,
+                               char *const argv[])
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+    int i;
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    if (argc < 1 || argc > BEACON_MAX_SENDER_TARGETS) {
+        return "ProxyBeaconAddress: expects 1 to 16 host:port targets";
+    }
+    if (conf->targets == NULL) {
+        conf->targets = apr_array_make(cmd->pool, argc, sizeof(beacon_dest));
+    }
+    for (i = 0; i < argc; i++) {
+        beacon_dest *d = apr_array_push(conf->targets);
+
+        err = beacon_parse_host_port(cmd->pool, argv[i], 0, &d->host, &d->port);
+        if (err) {
+            return apr_psprintf(cmd->pool, "ProxyBeaconAddress: expects "
+                                "host:port ('%s': %s)", argv[i], err);
+        }
+        d->spec = argv[i];
+    }
+    conf->where = where_of(cmd);
+    return NULL;
+}
+
+static const char *set_advertise(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    char canonical[BEACON_URL_MAX];
+    const char *err;
+
+    (void)dummy;
+    err = beacon_url_canonicalize(arg, strlen(arg), canonical, sizeof(canonical));
+    if (err) {
+        return apr_psprintf(cmd->pool, "ProxyBeaconAdvertise: '%s': %s",
+                            ap_escape_logitem(cmd->temp_pool, arg), err);
+    }
+    conf->advertise = apr_pstrdup(cmd->pool, canonical);
+    return NULL;
+}
+
+static const char *set_interval(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+
+    (void)dummy;
+    conf->interval_set = 1;
+    return parse_interval(cmd, arg, &conf->interval, 0);
+}
+
+const command_rec beacon_cmds[] = {
+    AP_INIT_TAKE_ARGV("ProxyBeaconListen", set_listen, NULL, RSRC_CONF,
+        "[address][:port]: receive beacons on this UDP address; missing "
+        "parts are this server's own"),
+    AP_INIT_TAKE1("ProxyBeaconBalancer", set_balancer, NULL, RSRC_CONF,
+        "the balancer (name or balancer://name) announced backends join; "
+        "without it the receiver only logs"),
+    AP_INIT_TAKE1("ProxyBeaconTimeout", set_timeout, NULL, RSRC_CONF,
+        "silence after which a member is disabled (default 0: never)"),
+    AP_INIT_TAKE1("ProxyBeaconMaxSkew", set_max_skew, NULL, RSRC_CONF,
+        "how far an announcement's timestamp may be from the clock "
+        "(default 30s)"),
+    AP_INIT_TAKE1("ProxyBeaconSecret", set_secret, NULL, RSRC_CONF,
+        "shared secret: hex: and 32 hex digits, a passphrase of 16 bytes or "
+        "more, or file:/path holding either; up to 4 (the first signs)"),
+    AP_INIT_TAKE_ARGV("ProxyBeaconAddress", set_address, NULL, RSRC_CONF,
+        "host:port [host:port ...]: the proxies this backend announces "
+        "itself to"),
+    AP_INIT_TAKE1("ProxyBeaconAdvertise", set_advertise, NULL, RSRC_CONF,
+        "this backend's origin as the proxies should reach it, "
+        "scheme://host[:port]"),
+    AP_INIT_TAKE1("ProxyBeaconInterval", set_interval, NULL, RSRC_CONF,
+        "time between announcements (default 5s)"),
+    {NULL}
+};

@@ -1,0 +1,56 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * The directives and the per-server configuration they fill. Each
+ * directive checks its own value (so "apache2 -t" reports it with file and
+ * line); checks across directives and modules run in check_config
+ * (mod_proxy_beacon.c).
+ */
+#ifndef MOD_PROXY_BEACON_CONFIG_H
+#define MOD_PROXY_BEACON_CONFIG_H
+
+#include "mod_proxy_beacon_util.h"
+
+#define BEACON_MAX_SENDER_TARGETS 16
+
+/* A proxy a sender announces to, as ProxyBeaconAddress names it. */
+typedef struct {
+    const char *spec;  /* "host:port" as configured, for messages */
+    char *host;
+    apr_port_t port;
+} beacon_dest;
+
+/* Per-server configuration. Receiver and sender roles are never inherited
+ * into virtual hosts; the secret and the timings are. */
+typedef struct {
+    /* receiver */
+    int listen_set;
+    const char *listen_host;   /* NULL: inherit this server's address */
+    apr_port_t listen_port;    /* 0: inherit this server's port */
+    const char *balancer_name; /* bare name; NULL: log-only mode */
+    const char *balancer_where;   /* "file:line" for config-time errors */
+    apr_interval_time_t timeout;  /* 0 = add-only */
+    int timeout_set;
+    apr_interval_time_t max_skew;
+    int max_skew_set;
+
+    /* sender */
+    apr_array_header_t *targets;  /* beacon_dest */
+    const char *advertise;        /* canonical url, or NULL */
+    apr_interval_time_t interval;
+    int interval_set;
+
+    /* both: senders sign with keys[0], receivers accept any of them */
+    beacon_key_t keys[BEACON_MAX_KEYS];
+    unsigned nkeys;
+    const char *where;            /* "file:line" of the role directive */
+} beacon_server_conf;
+
+beacon_server_conf *beacon_conf(const server_rec *s);
+
+/* For the module record. */
+extern const command_rec beacon_cmds[];
+void *beacon_create_server_conf(apr_pool_t *p, server_rec *s);
+void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
+
+#endif /* MOD_PROXY_BEACON_CONFIG_H */

@@ -1,0 +1,345 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/* One receiver and its members; see mod_proxy_beacon_members.h. */
+
+#include "mod_proxy_beacon_members.h"
+
+#include <apr_strings.h>
+
+#include <unistd.h>
+
+#define PUBLISH_EVERY apr_time_from_msec(100) /* renewals, at most */
+#define DIRTY_RENEWED 1   /* only last-seen times changed */
+#define DIRTY_CHANGED 2   /* a record came, went or changed state */
+
+static const char *bal_name(const beacon_receiver *r)
+{
+    return r->conf->balancer_name;
+}
+
+/* ------------------------------------------------------------------ */
+/* Logging                                                             */
+
+static const char *escaped_span(apr_pool_t *p, const beacon_span_t *span)
+{
+    if (span->ptr == NULL) {
+        return "-";
+    }
+    return ap_escape_logitem(p, apr_pstrmemdup(p, span->ptr, span->len));
+}
+
+/* A peer controls how often drops happen: each reason is reported at most
+ * once per BEACON_LOG_EVERY per receiver, with the count it stands for. */
+static void report_drop(beacon_receiver *r, unsigned drop,
+                        const beacon_event_t *ev, const struct sockaddr *peer,
+                        socklen_t peer_len, apr_time_t now, apr_pool_t *p)
+{
+    const char *detail = "";
+    unsigned suppressed;
+
+    r->shared->dropped[drop]++;
+    if (!beacon_rate_allows(&r->drop_log[drop], now, BEACON_LOG_EVERY,
+                            &suppressed)) {
+        return;
+    }
+    if (drop == BEACON_DROP_UNACCEPTABLE_URL) {
+        detail = apr_pstrcat(p, " '", escaped_span(p, &ev->dg.url), "'", NULL);
+    }
+    else if (drop == BEACON_DROP_NOT_OURS || drop == BEACON_DROP_REPLAYED_TS ||
+             drop == BEACON_DROP_TABLE_FULL) {
+        detail = apr_pstrcat(p, " ", ev->url, NULL);
+    }
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, r->s, BCNLOGNO(00020)
+                 "%s: dropped datagram from %s: %s%s%s", r->label,
+                 beacon_peer_label(p, peer, peer_len), beacon_drop_name(drop),
+                 detail, beacon_held_back(p, suppressed));
+}
+
+/* ------------------------------------------------------------------ */
+/* Acting on accepted announcements                                    */
+
+static void log_no_slot(beacon_receiver *r, const beacon_record_t *rec,
+                        apr_time_t now, apr_pool_t *p)
+{
+    unsigned suppressed;
+
+    /* one line for the whole balancer, however many urls wait */
+    if (beacon_rate_allows(&r->no_slot_log, now, BEACON_LOG_EVERY,
+                           &suppressed)) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00037)
+                     "cannot add backend %s to balancer://%s: no free "
+                     "growth slot (raise growth= on the balancer, or "
+                     "restart to reclaim slots); retrying in %"
+                     APR_TIME_T_FMT " s%s", rec->url, bal_name(r),
+                     apr_time_sec(rec->backoff),
+                     beacon_held_back(p, suppressed));
+    }
+}
+
+static void add_failed(beacon_receiver *r, beacon_record_t *rec,
+                       beacon_add_result result, apr_time_t now, apr_pool_t *p)
+{
+    beacon_table_add_failed(rec, now);
+    r->shared->events[BEACON_EV_ADD_FAILED]++;
+    if (result == BEACON_ADD_NO_SLOT) {
+        log_no_slot(r, rec, now, p);
+        return;
+    }
+    ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00033)
+                 "%s backend %s to balancer://%s; retrying in %" APR_TIME_T_FMT
+                 " s", result == BEACON_ADD_NOT_CONFIRMED
+                           ? "balancer add not confirmed for"
+                           : "cannot add",
+                 rec->url, bal_name(r), apr_time_sec(rec->backoff));
+}
+
+static void add_member(beacon_receiver *r, beacon_record_t *rec,
+                       apr_time_t now, apr_pool_t *p)
+{
+    beacon_add_result result = beacon_proxy_add(r->target, rec->url, r->pool);
+
+    switch (result) {
+    case BEACON_ADD_DONE:
+        beacon_table_added(rec);
+        r->shared->events[BEACON_EV_ADDED]++;
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00030)
+                     "added backend %s to balancer://%s", rec->url,
+                     bal_name(r));
+        break;
+    case BEACON_ADD_ADOPTED:
+        beacon_table_added(rec);
+        r->shared->events[BEACON_EV_READOPTED]++;
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00031)
+                     "re-adopted backend %s in balancer://%s", rec->url,
+                     bal_name(r));
+        break;
+    case BEACON_ADD_NOT_OURS:
+        beacon_table_not_managed(rec);
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, r->s, BCNLOGNO(00032)
+                     "member not managed by beacon: %s is configured in "
+                     "balancer://%s; left alone", rec->url, bal_name(r));
+        break;
+    default:
+        add_failed(r, rec, result, now, p);
+        break;
+    }
+}
+
+static void set_disabled(beacon_receiver *r, const char *url, int disabled,
+                         const char *what, beacon_event_kind event)
+{
+    apr_status_t rv = beacon_proxy_set_disabled(r->target, url, disabled);
+
+    r->shared->events[event]++;
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, r->s, BCNLOGNO(00034)
+                     "cannot change backend %s in balancer://%s: it is gone "
+                     "or not beacon's", url, bal_name(r));
+        return;
+    }
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00035)
+                 "%s backend %s%s%s", what, url,
+                 disabled ? " from balancer://" : " in balancer://", bal_name(r));
+}
+
+static void act(beacon_receiver *r, const beacon_event_t *ev, apr_time_t now,
+                apr_pool_t *p)
+{
+    switch (ev->action) {
+    case BEACON_ACT_ADD:
+        add_member(r, ev->rec, now, p);
+        break;
+    case BEACON_ACT_ENABLE:
+        set_disabled(r, ev->url, 0, "re-enabled", BEACON_EV_REENABLED);
+        break;
+    case BEACON_ACT_DISABLE:
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00036)
+                     "backend leaving %s", ev->url);
+        set_disabled(r, ev->url, 1, "disabled", BEACON_EV_LEAVING);
+        break;
+    case BEACON_ACT_WAIT:
+        ap_log_error(APLOG_MARK, APLOG_TRACE1, 0, r->s,
+                     "%s: add of %s waits for its back-off", r->label, ev->url);
+        return;
+    default:
+        ap_log_error(APLOG_MARK, APLOG_TRACE3, 0, r->s, "%s: %s %s",
+                     r->label, beacon_action_name(ev->action), ev->url);
+        return;
+    }
+    r->dirty = DIRTY_CHANGED;
+}
+
+/* Who announced a record last, for the status pages. */
+static void remember_sender(beacon_receiver *r, const beacon_event_t *ev)
+{
+    beacon_status_record *info = &r->peer[ev->rec - r->table->rec];
+    apr_size_t n = ev->dg.host.ptr ? ev->dg.host.len : 0;
+
+    if (n >= sizeof(info->host)) {
+        n = sizeof(info->host) - 1;
+    }
+    memcpy(info->host, ev->dg.host.ptr ? ev->dg.host.ptr : "", n);
+    info->host[n] = '\0';
+    info->pid = beacon_span_number(&ev->dg.pid);
+    info->seq = beacon_span_number(&ev->dg.seq);
+    if (r->dirty < DIRTY_RENEWED) {
+        r->dirty = DIRTY_RENEWED;
+    }
+}
+
+/* An accepted datagram in log-only mode or without url: logged only. */
+static void log_unbound(beacon_receiver *r, const beacon_event_t *ev,
+                        const char *buf, apr_size_t len, apr_pool_t *p)
+{
+    if (r->target == NULL) {
+        /* authenticated, so logging each is bounded by the senders the
+         * operator gave the secret to */
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00040)
+                     "%s: received: %s", r->label,
+                     ap_escape_logitem(p, apr_pstrmemdup(p, buf, len)));
+        return;
+    }
+    r->shared->events[BEACON_EV_HEARTBEAT]++;
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, r->s, BCNLOGNO(00041)
+                 "%s: heartbeat without url from host=%s pid=%s", r->label,
+                 escaped_span(p, &ev->dg.host), escaped_span(p, &ev->dg.pid));
+}
+
+void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
+                           const struct sockaddr *peer, socklen_t peer_len,
+                           apr_pool_t *scratch)
+{
+    beacon_receiver *r = ctx;
+    apr_time_t now = apr_time_now();
+    beacon_event_t ev;
+    beacon_reason_t reason;
+
+    reason = beacon_receive_any(r->table, r->conf->keys, r->conf->nkeys, buf,
+                                len, now, &ev);
+    if (reason != BEACON_OK) {
+        report_drop(r, reason, &ev, peer, peer_len, now, scratch);
+        return;
+    }
+    if (ev.rec) {
+        remember_sender(r, &ev);
+    }
+    if (ev.action == BEACON_ACT_NOT_MANAGED) {
+        /* the balancer's own member: the adapter's drop, not the wire's */
+        report_drop(r, BEACON_DROP_NOT_OURS, &ev, peer, peer_len, now, scratch);
+        return;
+    }
+    r->shared->events[BEACON_EV_ACCEPTED]++;
+    if (r->target == NULL || ev.rec == NULL) {
+        log_unbound(r, &ev, buf, len, scratch);
+        return;
+    }
+    act(r, &ev, now, scratch);
+}
+
+/* ------------------------------------------------------------------ */
+/* Leases and publication                                              */
+
+static void expire(beacon_receiver *r, apr_time_t now)
+{
+    beacon_record_t *rec;
+    unsigned cursor = 0, released;
+
+    while ((rec = beacon_table_next_lapsed(r->table, now, &cursor)) != NULL) {
+        r->dirty = DIRTY_CHANGED;
+        if (r->target) {
+            set_disabled(r, rec->url, 1, "evicted", BEACON_EV_EVICTED);
+        }
+    }
+    released = beacon_table_release(r->table, now);
+    if (released) {
+        r->dirty = DIRTY_CHANGED;
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, r->s, BCNLOGNO(00054)
+                     "%s: forgot %u silent non-member record(s)", r->label,
+                     released);
+    }
+}
+
+/* Copies the table for the status pages in other children. */
+static void publish(beacon_receiver *r, apr_time_t now)
+{
+    beacon_receiver_status *sh = r->shared;
+    unsigned i, n = 0;
+
+    /* Every accepted announcement renews a record: renewals are copied at
+     * most every PUBLISH_EVERY, so a busy receiver's cost per wake stays
+     * flat, while membership changes show at once. */
+    if (r->dirty == 0 ||
+        (r->dirty == DIRTY_RENEWED && now - r->published < PUBLISH_EVERY)) {
+        return;
+    }
+    r->published = now;
+    beacon_status_write_begin(sh);
+    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+        const beacon_record_t *rec = &r->table->rec[i];
+        beacon_status_record *out;
+
+        if (rec->state == BEACON_REC_FREE) {
+            continue;
+        }
+        out = &sh->rec[n++];
+        *out = r->peer[i];
+        apr_cpystrn(out->url, rec->url, sizeof(out->url));
+        out->last_ts = rec->high_ts;
+        out->last_seen = rec->last_seen;
+        out->retry_at = rec->retry_at;
+        out->state = rec->state;
+    }
+    beacon_status_write_end(sh, n);
+    r->dirty = 0;
+}
+
+void beacon_members_tick(beacon_receiver *r, apr_time_t now)
+{
+    expire(r, now);
+    publish(r, now);
+}
+
+/* ------------------------------------------------------------------ */
+/* A new owner                                                         */
+
+static void adopt_members(beacon_receiver *r, apr_time_t now, apr_pool_t *p)
+{
+    beacon_member *members;
+    int i, n, adopted = 0;
+
+    n = beacon_proxy_marked_members(r->target, p, &members);
+    for (i = 0; i < n; i++) {
+        if (beacon_table_adopt(r->table, members[i].url, members[i].disabled,
+                               now) == BEACON_OK) {
+            adopted++;
+        }
+    }
+    r->shared->events[BEACON_EV_TAKEN_OVER] += (apr_uint64_t)adopted;
+    if (adopted > 0) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00060)
+                     "took over %d existing member(s) of balancer://%s",
+                     adopted, bal_name(r));
+    }
+}
+
+void beacon_members_start(beacon_receiver *r, apr_pool_t *pool,
+                          apr_time_t now, apr_pool_t *p)
+{
+    int i;
+
+    r->pool = pool;
+    r->table = apr_palloc(pool, sizeof(*r->table));
+    beacon_table_init(r->table, r->conf->timeout, r->conf->max_skew);
+    r->inbox = beacon_inbox_make(pool, r->s, r->bind_host, r->bind_port,
+                                 r->label);
+    r->peer = apr_pcalloc(pool, sizeof(*r->peer) * BEACON_TABLE_CAPACITY);
+    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+        r->peer[i].pid = r->peer[i].seq = -1;
+    }
+    r->shared->owner_pid = getpid();
+    r->shared->listening = 0;
+    r->dirty = DIRTY_CHANGED;
+    if (r->target) {
+        adopt_members(r, now, p);
+    }
+}

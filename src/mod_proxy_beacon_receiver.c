@@ -1,0 +1,389 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * The receiver: one mod_watchdog singleton thread serves every server that
+ * has ProxyBeaconListen. It waits on the sockets itself (bounded by the next
+ * lease deadline and a short cap, so stop requests are seen within 100 ms)
+ * rather than once per watchdog tick, so an announcement becomes a member
+ * within milliseconds.
+ *
+ * Ownership moves between children (crash, idle reaping, restart): a new
+ * owner adopts the members the registry marks as beacon's.
+ */
+
+#include "mod_proxy_beacon_receiver.h"
+#include "mod_proxy_beacon_members.h"
+
+#include <apr_atomic.h>
+#include <apr_poll.h>
+#include <apr_strings.h>
+#include <ap_listen.h>
+#include <ap_mpm.h>
+
+#define WATCHDOG_NAME "_proxy_beacon_"
+#define WAIT_CAP apr_time_from_msec(100)
+/* mod_watchdog's singleton: a new owner starts about 10 s after the old one
+ * died, and senders announce every 5 s by default. */
+#define HANDOFF_GAP apr_time_from_sec(15)
+
+static beacon_receiver *receivers;
+static unsigned receiver_count;
+/*
+ * The receiver's memory comes from the watchdog thread's own pool, never
+ * from pchild: a child exits by destroying pchild and calling exit() while
+ * the watchdog thread may still run (mod_watchdog's threads live in pconf
+ * and are never joined in a child), so pchild memory can vanish under it.
+ */
+static apr_pool_t *owner_pool;      /* watchdog thread only */
+static volatile int child_ready;    /* mod_proxy's child_init has run */
+static volatile int stop_requested;
+static volatile apr_uint32_t serving; /* inside serve_until_stopped() */
+static int owner_started;
+static apr_time_t owner_since;
+
+/* ------------------------------------------------------------------ */
+/* Configuration (post_config, parent)                                 */
+
+static int is_wildcard(const char *host)
+{
+    return !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "*");
+}
+
+/* ProxyBeaconListen's missing parts come from this server's address. */
+static void inherit_address(beacon_receiver *r, apr_pool_t *p)
+{
+    const char *host = r->conf->listen_host;
+    apr_port_t port = r->conf->listen_port;
+    apr_sockaddr_t *own = NULL;
+
+    if (r->s->is_virtual && r->s->addrs) {
+        own = r->s->addrs->host_addr;
+        if (port == 0) {
+            port = r->s->addrs->host_port;
+        }
+    }
+    else if (ap_listeners && ap_listeners->bind_addr) {
+        own = ap_listeners->bind_addr;
+        if (port == 0) {
+            port = own->port;
+        }
+    }
+    if (host == NULL && own) {
+        apr_sockaddr_ip_get((char **)&host, own);
+    }
+    if (host && is_wildcard(host)) {
+        host = strchr(host, ':') ? "::" : NULL;
+    }
+    r->bind_host = host ? apr_pstrdup(p, host) : NULL;
+    r->bind_port = port;
+    r->label = apr_psprintf(p, "%s%s%s:%u", host && strchr(host, ':') ? "[" : "",
+                            host ? host : "*",
+                            host && strchr(host, ':') ? "]" : "",
+                            (unsigned)port);
+}
+
+/* The balancer and its registry; members the registry lists come back now,
+ * before the first child of this generation serves a request. */
+static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
+{
+    int restored;
+
+    r->target = beacon_proxy_target(pconf, r->s, r->conf->balancer_name,
+                                    r->bind_port);
+    if (r->target == NULL) {
+        return APR_EGENERAL;
+    }
+    restored = beacon_proxy_restore(r->target, pconf);
+    if (restored > 0) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00011)
+                     "restored %d member(s) of balancer://%s from the registry",
+                     restored, r->conf->balancer_name);
+    }
+    return APR_SUCCESS;
+}
+
+static void warn_short_timeout(const beacon_receiver *r)
+{
+    apr_interval_time_t timeout = r->conf->timeout;
+
+    if (timeout > 0 && timeout < HANDOFF_GAP) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, r->s, BCNLOGNO(00012)
+                     "ProxyBeaconTimeout %" APR_TIME_T_FMT " ms is shorter "
+                     "than a watchdog hand-off (about 10 s) plus the "
+                     "senders' interval: announcements lost in a "
+                     "hand-off can evict live members; 15 s or more is "
+                     "safer", apr_time_as_msec(timeout));
+    }
+}
+
+static beacon_receiver *make_receiver(apr_pool_t *pconf, server_rec *s,
+                                      beacon_server_conf *conf)
+{
+    beacon_receiver *r = apr_pcalloc(pconf, sizeof(*r));
+
+    r->s = s;
+    r->conf = conf;
+    inherit_address(r, pconf);
+    r->shared = beacon_shm_create(pconf, s, sizeof(*r->shared));
+    if (r->shared == NULL) {
+        return NULL;
+    }
+    if (r->bind_port == 0) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00010)
+                     "ProxyBeaconListen (%s): no port given and none to "
+                     "inherit from this server", conf->where);
+        return NULL;
+    }
+    if (conf->balancer_name && attach_balancer(r, pconf) != APR_SUCCESS) {
+        return NULL;
+    }
+    warn_short_timeout(r);
+    return r;
+}
+
+static apr_status_t register_watchdog(apr_pool_t *pconf, server_rec *s);
+
+apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
+{
+    beacon_receiver **tail = &receivers;
+    server_rec *s;
+
+    receivers = NULL;
+    receiver_count = 0;
+    for (s = main_s; s; s = s->next) {
+        beacon_server_conf *conf = beacon_conf(s);
+        beacon_receiver *r;
+
+        if (!conf->listen_set) {
+            continue;
+        }
+        if ((r = make_receiver(pconf, s, conf)) == NULL) {
+            return APR_EGENERAL;
+        }
+        *tail = r;
+        tail = &r->next;
+        receiver_count++;
+    }
+    return receiver_count ? register_watchdog(pconf, main_s) : APR_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* The watchdog thread                                                 */
+
+static int should_stop(void)
+{
+    int state = AP_MPMQ_STOPPING;
+
+    return stop_requested ||
+           ap_mpm_query(AP_MPMQ_MPM_STATE, &state) != APR_SUCCESS ||
+           state == AP_MPMQ_STOPPING;
+}
+
+static void open_sockets(apr_time_t now)
+{
+    beacon_receiver *r;
+
+    for (r = receivers; r; r = r->next) {
+        if (!beacon_inbox_open(r->inbox, now, owner_since)) {
+            continue;
+        }
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00050)
+                     "listening for beacons on udp %s%s%s", r->label,
+                     r->target ? " for balancer://" : " (log-only: no "
+                     "ProxyBeaconBalancer)",
+                     r->target ? r->conf->balancer_name : "");
+        r->shared->listening = 1;
+    }
+}
+
+static apr_pollfd_t *poll_set(apr_pool_t *p, int *n)
+{
+    apr_pollfd_t *fds = apr_pcalloc(p, sizeof(*fds) * receiver_count);
+    beacon_receiver *r;
+
+    *n = 0;
+    for (r = receivers; r; r = r->next) {
+        apr_socket_t *sock = beacon_inbox_socket(r->inbox);
+
+        if (sock) {
+            fds[*n].p = p;
+            fds[*n].desc_type = APR_POLL_SOCKET;
+            fds[*n].reqevents = APR_POLLIN;
+            fds[*n].desc.s = sock;
+            fds[*n].client_data = r;
+            (*n)++;
+        }
+    }
+    return fds;
+}
+
+/* How long the loop may wait: until the next lease deadline, at most
+ * WAIT_CAP, so that a stop request is seen promptly. */
+static apr_interval_time_t wait_bound(apr_time_t now)
+{
+    apr_interval_time_t wait = WAIT_CAP;
+    beacon_receiver *r;
+
+    for (r = receivers; r; r = r->next) {
+        apr_time_t due = beacon_table_next_deadline(r->table);
+
+        if (due != 0 && due - now < wait) {
+            wait = due > now ? due - now : 0;
+        }
+    }
+    return wait;
+}
+
+/* One wake of the loop: bind what is due, wait, read, expire, publish. */
+static void serve_once(apr_pool_t *scratch)
+{
+    apr_time_t now = apr_time_now();
+    apr_int32_t ready = 0;
+    apr_pollfd_t *fds;
+    beacon_receiver *r;
+    int i, n;
+
+    open_sockets(now);
+    fds = poll_set(scratch, &n);
+    if (n == 0) {
+        apr_sleep(wait_bound(now));
+    }
+    else if (apr_poll(fds, n, &ready, wait_bound(now)) == APR_SUCCESS) {
+        for (i = 0; i < n; i++) {
+            if (fds[i].rtnevents & APR_POLLIN) {
+                r = fds[i].client_data;
+                beacon_inbox_drain(r->inbox, beacon_members_handle, r, scratch);
+            }
+        }
+    }
+    now = apr_time_now();
+    for (r = receivers; r; r = r->next) {
+        beacon_members_tick(r, now);
+    }
+}
+
+static void serve_until_stopped(void)
+{
+    apr_pool_t *scratch;
+
+    apr_atomic_set32(&serving, 1);
+    apr_pool_create(&scratch, owner_pool);
+    while (!should_stop()) {
+        serve_once(scratch);
+        apr_pool_clear(scratch);
+    }
+    apr_pool_destroy(scratch);
+    apr_atomic_set32(&serving, 0);
+}
+
+static void take_ownership(apr_pool_t *tick)
+{
+    apr_time_t now = apr_time_now();
+    beacon_receiver *r;
+
+    apr_pool_create(&owner_pool, apr_pool_parent_get(tick));
+    apr_pool_tag(owner_pool, "proxy_beacon_owner");
+    for (r = receivers; r; r = r->next) {
+        beacon_members_start(r, owner_pool, now, tick);
+    }
+}
+
+static apr_status_t watchdog_callback(int state, void *data, apr_pool_t *tick)
+{
+    (void)data;
+    switch (state) {
+    case AP_WATCHDOG_STATE_STARTING:
+        beacon_block_stop_signals();
+        owner_since = apr_time_now();
+        break;
+    case AP_WATCHDOG_STATE_RUNNING:
+        /* The first tick can come before mod_proxy's child_init. */
+        if (!child_ready) {
+            break;
+        }
+        if (!owner_started) {
+            owner_started = 1;
+            take_ownership(tick);
+        }
+        serve_until_stopped();
+        break;
+    case AP_WATCHDOG_STATE_STOPPING:
+        stop_requested = 1;
+        break;
+    }
+    return APR_SUCCESS;
+}
+
+static apr_status_t register_watchdog(apr_pool_t *pconf, server_rec *s)
+{
+    apr_status_t rv = beacon_watchdog_start(pconf, WATCHDOG_NAME, WAIT_CAP,
+                                            NULL, watchdog_callback);
+
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, BCNLOGNO(00071)
+                     "mod_watchdog cannot run the beacon receiver with this "
+                     "MPM: mod_proxy_beacon is INACTIVE, no backend will be "
+                     "added");
+    }
+    return APR_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Every child                                                         */
+
+/*
+ * Runs first when the child exits: the serving loop must be out of the
+ * balancer before mod_proxy's child state goes. It notices within one poll
+ * (100 ms at most); the wait is bounded in case it is stuck elsewhere.
+ */
+static apr_status_t stop_serving(void *data)
+{
+    int i;
+
+    (void)data;
+    stop_requested = 1;
+    for (i = 0; i < 50 && apr_atomic_read32(&serving); i++) {
+        apr_sleep(apr_time_from_msec(10));
+    }
+    return APR_SUCCESS;
+}
+
+void beacon_receivers_child_init(apr_pool_t *pchild)
+{
+    if (receivers) {
+        apr_pool_pre_cleanup_register(pchild, NULL, stop_serving);
+    }
+    child_ready = 1;
+}
+
+/*
+ * A balancer inherited by a virtual host shares its member list with the
+ * main server's copy, but syncs only its own copy: sync ours on every
+ * request so members added elsewhere are reachable from every vhost.
+ */
+void beacon_receivers_sync(void)
+{
+    beacon_receiver *r;
+
+    for (r = receivers; r; r = r->next) {
+        if (r->target) {
+            beacon_proxy_sync(r->target);
+        }
+    }
+}
+
+int beacon_receiver_views(apr_pool_t *p, beacon_receiver_view **views)
+{
+    beacon_receiver *r;
+    int n = 0;
+
+    *views = apr_pcalloc(p, sizeof(**views) * (receiver_count + 1));
+    for (r = receivers; r; r = r->next, n++) {
+        (*views)[n].s = r->s;
+        (*views)[n].conf = r->conf;
+        (*views)[n].label = r->label;
+        (*views)[n].target = r->target;
+        (*views)[n].shared = r->shared;
+    }
+    return n;
+}

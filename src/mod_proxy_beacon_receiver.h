@@ -1,0 +1,31 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * The receivers: every server with ProxyBeaconListen, served by one
+ * mod_watchdog singleton thread in one child of each generation.
+ */
+#ifndef MOD_PROXY_BEACON_RECEIVER_H
+#define MOD_PROXY_BEACON_RECEIVER_H
+
+#include "mod_proxy_beacon_balancer.h"
+#include "mod_proxy_beacon_config.h"
+#include "mod_proxy_beacon_shm.h"
+
+/* A receiver as the status pages show it. */
+typedef struct {
+    server_rec *s;
+    const beacon_server_conf *conf;
+    const char *label;                 /* listen address */
+    beacon_target *target;             /* NULL in log-only mode */
+    const beacon_receiver_status *shared;
+} beacon_receiver_view;
+
+/* Every receiver, for the status pages; returns how many. */
+int beacon_receiver_views(apr_pool_t *p, beacon_receiver_view **views);
+
+/* Hooks (mod_proxy_beacon.c). */
+apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *s);
+void beacon_receivers_child_init(apr_pool_t *pchild);
+void beacon_receivers_sync(void);
+
+#endif /* MOD_PROXY_BEACON_RECEIVER_H */

@@ -1,0 +1,28 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * The senders: every server with ProxyBeaconAddress announces its own
+ * origin to each proxy named, from a mod_watchdog singleton per proxy.
+ */
+#ifndef MOD_PROXY_BEACON_SENDER_H
+#define MOD_PROXY_BEACON_SENDER_H
+
+#include "mod_proxy_beacon_config.h"
+#include "mod_proxy_beacon_shm.h"
+
+/* A sender as the status pages show it. */
+typedef struct {
+    server_rec *s;
+    const beacon_server_conf *conf;
+    const beacon_sender_status *shared;
+} beacon_sender_view;
+
+/* Every sender, for the status pages; returns how many. */
+int beacon_sender_views(apr_pool_t *p, beacon_sender_view **views);
+
+/* Hooks (mod_proxy_beacon.c). */
+apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *s);
+void beacon_senders_child_init(apr_pool_t *pchild);
+void beacon_senders_child_stopping(apr_pool_t *pchild, int graceful);
+
+#endif /* MOD_PROXY_BEACON_SENDER_H */

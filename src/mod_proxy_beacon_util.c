@@ -1,0 +1,62 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/* Helpers the receiver and the sender share; see mod_proxy_beacon_util.h. */
+
+#include "mod_proxy_beacon_util.h"
+
+#include <apr_strings.h>
+#include <mpm_common.h>
+#include <pthread.h>
+#include <signal.h>
+
+int beacon_rate_allows(beacon_rate_limit *rl, apr_time_t now,
+                       apr_interval_time_t every, unsigned *suppressed)
+{
+    if (rl->last != 0 && now >= rl->last && now - rl->last < every) {
+        rl->suppressed++;
+        return 0;
+    }
+    *suppressed = rl->suppressed;
+    rl->suppressed = 0;
+    rl->last = now;
+    return 1;
+}
+
+const char *beacon_held_back(apr_pool_t *p, unsigned suppressed)
+{
+    return suppressed ? apr_psprintf(p, " (and %u more since the last report)",
+                                     suppressed)
+                      : "";
+}
+
+apr_status_t beacon_watchdog_start(apr_pool_t *pconf, const char *name,
+                                   apr_interval_time_t interval, void *data,
+                                   ap_watchdog_callback_fn_t *callback)
+{
+    APR_OPTIONAL_FN_TYPE(ap_watchdog_get_instance) *get_instance =
+        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance);
+    APR_OPTIONAL_FN_TYPE(ap_watchdog_register_callback) *register_callback =
+        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_register_callback);
+    ap_watchdog_t *watchdog;
+    apr_status_t rv;
+
+    /* a singleton: one child of the generation runs it at a time */
+    rv = get_instance(&watchdog, name, 0, 1, pconf);
+    if (rv == APR_SUCCESS) {
+        rv = register_callback(watchdog, interval, data, callback);
+    }
+    return rv;
+}
+
+void beacon_block_stop_signals(void)
+{
+    sigset_t stop;
+
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGHUP);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, AP_SIG_GRACEFUL);
+    sigaddset(&stop, AP_SIG_GRACEFUL_STOP);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+}

@@ -1,0 +1,68 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * What every part of the mod_proxy_beacon adapter shares, and nothing
+ * more: the module's log identity, the rate limit for lines a peer can
+ * trigger, and the watchdog plumbing the receiver and the sender both use.
+ * Every adapter source includes it (directly or through its own header),
+ * so that all their log lines belong to the module and
+ * "LogLevel proxy_beacon:debug" works.
+ *
+ * The adapter glues libbeacon to httpd; protocol decisions are
+ * libbeacon's, and nothing in src/ parses a datagram.
+ */
+#ifndef MOD_PROXY_BEACON_UTIL_H
+#define MOD_PROXY_BEACON_UTIL_H
+
+#include <httpd.h>
+#include <http_config.h>
+#include <http_log.h>
+#include <mod_watchdog.h>
+
+#include "beacon.h"
+
+APLOG_USE_MODULE(proxy_beacon);
+
+/* Our own tag space, in APLOGNO's shape: "BCN00012: ". httpd's AH
+ * numbers are httpd's. */
+#define BCNLOGNO(n) "BCN" #n ": "
+
+/* At most one log line per BEACON_LOG_EVERY for a thing a peer can repeat. */
+#define BEACON_LOG_EVERY apr_time_from_sec(10)
+
+typedef struct {
+    apr_time_t last;
+    unsigned suppressed;
+} beacon_rate_limit;
+
+/*
+ * Whether a line may be logged at now, at most once per every. If so,
+ * *suppressed says how many were held back since the last one, and the
+ * count restarts. A clock stepped back ends the quiet period.
+ */
+int beacon_rate_allows(beacon_rate_limit *rl, apr_time_t now,
+                       apr_interval_time_t every, unsigned *suppressed);
+
+/* " (and N more since the last report)", or "" when none were held. */
+const char *beacon_held_back(apr_pool_t *p, unsigned suppressed);
+
+/*
+ * Registers callback on a mod_watchdog singleton of its own, called every
+ * interval. check_config has made sure mod_watchdog is loaded. A failure
+ * (an MPM mod_watchdog cannot serve) is logged by the caller, which knows
+ * what it costs.
+ */
+apr_status_t beacon_watchdog_start(apr_pool_t *pconf, const char *name,
+                                   apr_interval_time_t interval, void *data,
+                                   ap_watchdog_callback_fn_t *callback);
+
+/*
+ * For the watchdog threads that run our callbacks. prefork's children
+ * stop from the handlers of the stop signals, which run the
+ * child_stopping hook and the child's cleanups; they must run on the main
+ * thread, never on a thread that holds a lane's lock or is inside the
+ * receiver's loop. event and worker block them in every thread already.
+ */
+void beacon_block_stop_signals(void);
+
+#endif /* MOD_PROXY_BEACON_UTIL_H */
