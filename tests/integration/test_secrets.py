@@ -3,13 +3,14 @@
 shown in a log line or a status page."""
 
 import re
+import subprocess
 
 import pytest
 
 import beacon_wire as bw
 from beacon_env import Announcer, receiver_config, start_receiver, wait_member
 from httpd import free_port
-from test_sender import sender_httpd
+from test_sender import BEACONCTL, sender_httpd
 from test_status import STATUS_PAGE
 
 pytestmark = pytest.mark.beacon
@@ -116,3 +117,72 @@ def test_forged_datagrams_force_at_most_one_log_line_per_period(httpd_factory):
     h.wait_log(r"bad frame")
     lines = [l for l in h.error_log().splitlines() if "mac mismatch" in l]
     assert len(lines) == 1, lines
+
+
+# The secret-file rule is libbeacon's, and the module and beaconctl both
+# follow it: the same file must give both the same key, or every
+# announcement is a mac mismatch nobody can explain. Until the rule had
+# one home, the module cut the line at 1,023 bytes or at a CR and the CLI
+# did not.
+def passphrase(n):
+    """n printable bytes that are not a hex: secret."""
+    return (b"pass-" + b"0123456789abcdefghijklmnopqrstuvwxyz" * 120)[:n]
+
+
+SAME_KEY_FILES = {
+    "a 1,023-byte line": passphrase(1023) + b"\n",
+    "a 1,024-byte line": passphrase(1024) + b"\n",
+    "a 4,096-byte line with CRLF": passphrase(4096) + b"\r\n",
+    "no line end": passphrase(40),
+    "only the first line counts": passphrase(40) + b"\n" + passphrase(50) + b"\n",
+}
+
+REFUSED_FILES = {
+    "a 4,097-byte line": (passphrase(4097) + b"\n", "longer than 4096 bytes"),
+    "a CR inside the line": (passphrase(20) + b"\r" + passphrase(20) + b"\n",
+                             "a CR that does not end it"),
+    "a NUL inside the line": (passphrase(20) + b"\0" + passphrase(20) + b"\n",
+                              "a NUL byte"),
+}
+
+
+def secret_file(workdir, content):
+    path = workdir / "beacon.secret"
+    path.write_bytes(content)
+    path.chmod(0o600)
+    return path
+
+
+def beaconctl(*args):
+    return subprocess.run([str(BEACONCTL), *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=10,
+                          env={"PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.skipif(not BEACONCTL.exists(), reason="build/beaconctl is not built")
+@pytest.mark.parametrize("content", SAME_KEY_FILES.values(), ids=SAME_KEY_FILES.keys())
+def test_the_module_and_beaconctl_read_the_same_key_from_one_file(
+        httpd_factory, backend_factory, workdir, content):
+    path = secret_file(workdir, content)
+    h, udp = proxy(httpd_factory, f"file:{path}")
+    b = backend_factory("b")
+    signed = beaconctl("sign", "--ts", "now", "--url", b.url, "--secret-file", str(path))
+    assert signed.returncode == 0, signed.stderr
+    bw.send(signed.stdout.rstrip("\n").encode(), ("127.0.0.1", udp))
+    wait_member(h, b.url)
+    assert "mac mismatch" not in h.error_log()
+
+
+@pytest.mark.skipif(not BEACONCTL.exists(), reason="build/beaconctl is not built")
+@pytest.mark.parametrize("content,problem", REFUSED_FILES.values(),
+                         ids=REFUSED_FILES.keys())
+def test_the_module_and_beaconctl_refuse_the_same_files(httpd_factory, workdir,
+                                                        content, problem):
+    path = secret_file(workdir, content)
+    h = httpd_factory(tail_config=receiver_config(5555, secret=f"file:{path}"))
+    rc, out = h.check_config()
+    assert rc != 0 and "ProxyBeaconSecret: the first line" in out and problem in out, out
+    cli = beaconctl("sign", "--ts", "1", "--secret-file", str(path))
+    assert cli.returncode == 2 and problem in cli.stderr, cli.stderr
+    for text in (out, cli.stderr):
+        assert passphrase(20).decode() not in text
