@@ -31,8 +31,8 @@ sys.path.insert(0, str(REPO / "tests" / "integration"))
 import beacon_wire as bw  # noqa: E402
 from beacon_env import SECRET, receiver_config  # noqa: E402
 # re-exported for run_bench.py
-from httpd import (Httpd, error_lines, free_port, set_subreaper,  # noqa: E402,F401
-                   wait_for)
+from httpd import (ChildProcess, Httpd, error_lines, free_port,  # noqa: E402,F401
+                   set_subreaper, wait_for)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 FILE_SIZE = 100            # bytes of the static file every backend serves
@@ -303,7 +303,7 @@ def haproxy_version():
         return "?"
 
 
-class HAProxy:
+class HAProxy(ChildProcess):
     """A private haproxy in the foreground (-db), our own child process:
     frontend on 127.0.0.1:port, backend `be` (roundrobin) with servers, and
     an admin stats socket for the runtime API."""
@@ -371,18 +371,6 @@ class HAProxy:
         return self.read_reply(s)
 
 
-    def running(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self, timeout=10):
-        if not self.running():
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout)
 
 
 # ---- wrk -------------------------------------------------------------------------

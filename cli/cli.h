@@ -102,7 +102,13 @@ typedef struct {
     int optch;
     const char *arg;  /* value placeholder for --help; NULL: a flag */
     const char *help; /* lines separated by '\n' */
+    /* An option given at most once, whose value opts_next() stores itself:
+     * ONCE(args type, field) of the const char * it fills; 0 for an
+     * option the command handles. */
+    apr_size_t once;
 } option_t;
+
+#define ONCE(type, field) (APR_OFFSETOF(type, field) + 1)
 
 typedef struct command command_t;
 struct command {
@@ -116,14 +122,14 @@ struct command {
 
 /* Options more than one command takes. Help lines stay within 52
  * columns: 26 + 52 fit a terminal of 80. */
-#define SECRET_FILE_OPTION                                                    \
+#define SECRET_FILE_OPTION(once)                                              \
     {"secret-file", OPT_SECRET_FILE, "FILE",                                  \
      "read the secret from the first line of FILE (a\n"                      \
      "trailing newline is ignored); without this option,\n"                  \
      "from the environment variable " SECRET_ENV ".\n"                       \
-     "There is no option for the secret itself."}
-#define HELP_OPTION {"help", OPT_HELP, NULL, "print this help and exit"}
-#define OPTIONS_END {NULL, 0, NULL, NULL}
+     "There is no option for the secret itself.", once}
+#define HELP_OPTION {"help", OPT_HELP, NULL, "print this help and exit", 0}
+#define OPTIONS_END {NULL, 0, NULL, NULL, 0}
 
 /* Each command's options, in --help order (cli_<command>.c). */
 extern const option_t send_options[];
@@ -145,12 +151,11 @@ typedef struct {
 void opts_init(opts_t *o, apr_pool_t *p, const command_t *cmd, int argc,
                const char *const *argv);
 
-/* The next option's code with *arg set, or 0 when all are read. --help
- * prints the command's help and exits; a stray argument is an error. */
-int opts_next(opts_t *o, const char **arg);
-
-/* For options that may be given once: stores arg, or fails on a repeat. */
-void set_once(const char **slot, const char *arg, const char *name);
+/* The next option's code with *arg set, or 0 when all are read. Options
+ * with a ONCE slot are stored into args (a repeat is an error) and not
+ * returned. --help prints the command's help and exits; a stray argument
+ * is an error. */
+int opts_next(opts_t *o, void *args, const char **arg);
 
 /* ------------------------------------------------------------------ */
 /* Stop signals (cli_signals.c)                                        */

@@ -29,7 +29,7 @@ int run_keygen(apr_pool_t *p, const command_t *cmd, int argc,
     int i;
 
     opts_init(&o, p, cmd, argc, argv);
-    while (opts_next(&o, &arg) != 0) {
+    while (opts_next(&o, NULL, &arg) != 0) {
         /* --help only; it exits */
     }
     rv = apr_generate_random_bytes(bytes, sizeof(bytes));

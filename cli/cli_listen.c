@@ -18,29 +18,31 @@
 
 #define SHOWN_BYTES 160 /* of a dropped datagram, escaped */
 
-/* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
-const option_t listen_options[] = {
-    {"bind", OPT_BIND, "ADDR:PORT",
-     "the UDP address to receive on (required). ADDR\n"
-     "may be * or empty for every address, PORT 0 for\n"
-     "any free port: the first line names the address."},
-    {"max-skew", OPT_MAX_SKEW, "SECONDS",
-     "how far a timestamp may be from this machine's\n"
-     "clock, default 30 (ProxyBeaconMaxSkew's default);\n"
-     "fractions and the units s and ms are accepted"},
-    {"count", OPT_COUNT, "N",
-     "exit after N datagrams; default: run until SIGINT\n"
-     "or SIGTERM"},
-    SECRET_FILE_OPTION,
-    HELP_OPTION,
-    OPTIONS_END};
-
 /* The options as given, before any is checked. */
 typedef struct {
     const char *bind, *max_skew, *count;
     const char *secret_files[BEACON_MAX_KEYS]; /* NULL: the environment */
     unsigned nfiles;
 } listen_args_t;
+
+/* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
+const option_t listen_options[] = {
+    {"bind", OPT_BIND, "ADDR:PORT",
+     "the UDP address to receive on (required). ADDR\n"
+     "may be * or empty for every address, PORT 0 for\n"
+     "any free port: the first line names the address.",
+     ONCE(listen_args_t, bind)},
+    {"max-skew", OPT_MAX_SKEW, "SECONDS",
+     "how far a timestamp may be from this machine's\n"
+     "clock, default 30 (ProxyBeaconMaxSkew's default);\n"
+     "fractions and the units s and ms are accepted",
+     ONCE(listen_args_t, max_skew)},
+    {"count", OPT_COUNT, "N",
+     "exit after N datagrams; default: run until SIGINT\n"
+     "or SIGTERM", ONCE(listen_args_t, count)},
+    SECRET_FILE_OPTION(0), /* once per secret */
+    HELP_OPTION,
+    OPTIONS_END};
 
 typedef struct {
     beacon_table_t *table;
@@ -191,30 +193,17 @@ static void parse_listen_options(apr_pool_t *p, const command_t *cmd,
 {
     const char *arg;
     opts_t o;
-    int optch;
 
     memset(args, 0, sizeof(*args));
     opts_init(&o, p, cmd, argc, argv);
-    while ((optch = opts_next(&o, &arg)) != 0) {
-        switch (optch) {
-        case OPT_BIND:
-            set_once(&args->bind, arg, "bind");
-            break;
-        case OPT_MAX_SKEW:
-            set_once(&args->max_skew, arg, "max-skew");
-            break;
-        case OPT_COUNT:
-            set_once(&args->count, arg, "count");
-            break;
-        case OPT_SECRET_FILE:
-            /* one per secret during a rotation, as ProxyBeaconSecret */
-            if (args->nfiles == BEACON_MAX_KEYS) {
-                fail(EXIT_USAGE, "--secret-file may be given at most %d "
-                     "times", BEACON_MAX_KEYS);
-            }
-            args->secret_files[args->nfiles++] = arg;
-            break;
+    /* the only option not stored by opts_next */
+    while (opts_next(&o, args, &arg) == OPT_SECRET_FILE) {
+        /* one per secret during a rotation, as ProxyBeaconSecret */
+        if (args->nfiles == BEACON_MAX_KEYS) {
+            fail(EXIT_USAGE, "--secret-file may be given at most %d "
+                 "times", BEACON_MAX_KEYS);
         }
+        args->secret_files[args->nfiles++] = arg;
     }
 }
 

@@ -131,7 +131,30 @@ void opts_init(opts_t *o, apr_pool_t *p, const command_t *cmd, int argc,
     o->argc = argc;
 }
 
-int opts_next(opts_t *o, const char **arg)
+static const option_t *option_of(const command_t *cmd, int optch)
+{
+    const option_t *opt;
+
+    for (opt = cmd->options; opt->name; opt++) {
+        if (opt->optch == optch) {
+            return opt;
+        }
+    }
+    return NULL;
+}
+
+/* Stores arg in the option's slot, or fails on a repeat. */
+static void set_once(const option_t *opt, void *args, const char *arg)
+{
+    const char **slot = (const char **)((char *)args + opt->once - 1);
+
+    if (*slot != NULL) {
+        fail(EXIT_USAGE, "--%s may be given only once", opt->name);
+    }
+    *slot = arg;
+}
+
+static int next_option(opts_t *o, const char **arg)
 {
     int optch;
     apr_status_t rv = apr_getopt_long(o->os, o->table, &optch, arg);
@@ -156,10 +179,17 @@ int opts_next(opts_t *o, const char **arg)
     return optch;
 }
 
-void set_once(const char **slot, const char *arg, const char *name)
+int opts_next(opts_t *o, void *args, const char **arg)
 {
-    if (*slot != NULL) {
-        fail(EXIT_USAGE, "--%s may be given only once", name);
+    int optch;
+
+    while ((optch = next_option(o, arg)) != 0) {
+        const option_t *opt = option_of(o->cmd, optch);
+
+        if (opt == NULL || opt->once == 0) {
+            return optch;
+        }
+        set_once(opt, args, *arg);
     }
-    *slot = arg;
+    return 0;
 }

@@ -20,40 +20,41 @@
 #define MIN_INTERVAL apr_time_from_msec(1)
 #define REPORT_EVERY apr_time_from_sec(60) /* per failing target */
 
-/* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
-const option_t send_options[] = {
-    {"to", OPT_TO, "HOST:PORT",
-     "a proxy's ProxyBeaconListen address; repeat it for\n"
-     "several proxies. A leading scheme (udp://, tcp://)\n"
-     "is ignored; IPv6 in brackets, [::1]:5555. Names\n"
-     "are looked up again for every datagram."},
-    {"url", OPT_URL, "URL",
-     "this backend's origin, scheme://host[:port], as\n"
-     "the proxy should reach it; sent in canonical form.\n"
-     "Without it only heartbeats are sent, which a proxy\n"
-     "logs but never adds to a balancer."},
-    {"host", OPT_HOST, "NAME",
-     "the host= field (informational); default: this\n"
-     "machine's host name"},
-    {"interval", OPT_INTERVAL, "SECONDS",
-     "time between announcements, default 5; fractions\n"
-     "(0.5) and the units s and ms (500ms) are accepted"},
-    {"once", OPT_ONCE, NULL,
-     "send one announcement and exit: 0 if it went to at\n"
-     "least one proxy, 1 if to none"},
-    {"verbose", OPT_VERBOSE, NULL,
-     "print each datagram sent, and to where, on\n"
-     "standard output"},
-    SECRET_FILE_OPTION,
-    HELP_OPTION,
-    OPTIONS_END};
-
 /* The options as given, before any is checked. */
 typedef struct {
     apr_array_header_t *specs; /* --to, const char * each */
     const char *url, *host, *interval, *secret_file;
     int once, verbose;
 } send_args_t;
+
+/* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
+const option_t send_options[] = {
+    {"to", OPT_TO, "HOST:PORT",
+     "a proxy's ProxyBeaconListen address; repeat it for\n"
+     "several proxies. A leading scheme (udp://, tcp://)\n"
+     "is ignored; IPv6 in brackets, [::1]:5555. Names\n"
+     "are looked up again for every datagram.", 0},
+    {"url", OPT_URL, "URL",
+     "this backend's origin, scheme://host[:port], as\n"
+     "the proxy should reach it; sent in canonical form.\n"
+     "Without it only heartbeats are sent, which a proxy\n"
+     "logs but never adds to a balancer.", ONCE(send_args_t, url)},
+    {"host", OPT_HOST, "NAME",
+     "the host= field (informational); default: this\n"
+     "machine's host name", ONCE(send_args_t, host)},
+    {"interval", OPT_INTERVAL, "SECONDS",
+     "time between announcements, default 5; fractions\n"
+     "(0.5) and the units s and ms (500ms) are accepted",
+     ONCE(send_args_t, interval)},
+    {"once", OPT_ONCE, NULL,
+     "send one announcement and exit: 0 if it went to at\n"
+     "least one proxy, 1 if to none", 0},
+    {"verbose", OPT_VERBOSE, NULL,
+     "print each datagram sent, and to where, on\n"
+     "standard output", 0},
+    SECRET_FILE_OPTION(ONCE(send_args_t, secret_file)),
+    HELP_OPTION,
+    OPTIONS_END};
 
 typedef struct {
     const char *spec;       /* as given, for messages */
@@ -182,28 +183,16 @@ static void parse_send_options(apr_pool_t *p, const command_t *cmd, int argc,
     memset(args, 0, sizeof(*args));
     args->specs = apr_array_make(p, 4, sizeof(const char *));
     opts_init(&o, p, cmd, argc, argv);
-    while ((optch = opts_next(&o, &arg)) != 0) {
+    while ((optch = opts_next(&o, args, &arg)) != 0) {
         switch (optch) {
         case OPT_TO:
             APR_ARRAY_PUSH(args->specs, const char *) = arg;
-            break;
-        case OPT_URL:
-            set_once(&args->url, arg, "url");
-            break;
-        case OPT_HOST:
-            set_once(&args->host, arg, "host");
-            break;
-        case OPT_INTERVAL:
-            set_once(&args->interval, arg, "interval");
             break;
         case OPT_ONCE:
             args->once = 1;
             break;
         case OPT_VERBOSE:
             args->verbose = 1;
-            break;
-        case OPT_SECRET_FILE:
-            set_once(&args->secret_file, arg, "secret-file");
             break;
         }
     }

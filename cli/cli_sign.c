@@ -11,60 +11,38 @@
 
 #include "cli.h"
 
-/* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
-const option_t sign_options[] = {
-    {"url", OPT_URL, "URL",
-     "the url= field, checked and canonicalized as send\n"
-     "does it"},
-    {"host", OPT_HOST, "NAME", "the host= field"},
-    {"pid", OPT_PID, "N", "the pid= field"},
-    {"seq", OPT_SEQ, "N", "the seq= field"},
-    {"ts", OPT_TS, "USEC",
-     "the ts= field (required): microseconds since the\n"
-     "epoch, or 'now' for this machine's clock"},
-    {"state", OPT_STATE, "S", "the state= field, e.g. leaving"},
-    SECRET_FILE_OPTION,
-    HELP_OPTION,
-    OPTIONS_END};
-
 /* The options as given, before any is checked. */
 typedef struct {
     const char *url, *host, *pid, *seq, *ts, *state, *secret_file;
 } sign_args_t;
+
+/* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
+const option_t sign_options[] = {
+    {"url", OPT_URL, "URL",
+     "the url= field, checked and canonicalized as send\n"
+     "does it", ONCE(sign_args_t, url)},
+    {"host", OPT_HOST, "NAME", "the host= field", ONCE(sign_args_t, host)},
+    {"pid", OPT_PID, "N", "the pid= field", ONCE(sign_args_t, pid)},
+    {"seq", OPT_SEQ, "N", "the seq= field", ONCE(sign_args_t, seq)},
+    {"ts", OPT_TS, "USEC",
+     "the ts= field (required): microseconds since the\n"
+     "epoch, or 'now' for this machine's clock", ONCE(sign_args_t, ts)},
+    {"state", OPT_STATE, "S", "the state= field, e.g. leaving",
+     ONCE(sign_args_t, state)},
+    SECRET_FILE_OPTION(ONCE(sign_args_t, secret_file)),
+    HELP_OPTION,
+    OPTIONS_END};
 
 static void parse_sign_options(apr_pool_t *p, const command_t *cmd, int argc,
                                const char *const *argv, sign_args_t *args)
 {
     const char *arg;
     opts_t o;
-    int optch;
 
     memset(args, 0, sizeof(*args));
     opts_init(&o, p, cmd, argc, argv);
-    while ((optch = opts_next(&o, &arg)) != 0) {
-        switch (optch) {
-        case OPT_URL:
-            set_once(&args->url, arg, "url");
-            break;
-        case OPT_HOST:
-            set_once(&args->host, arg, "host");
-            break;
-        case OPT_PID:
-            set_once(&args->pid, arg, "pid");
-            break;
-        case OPT_SEQ:
-            set_once(&args->seq, arg, "seq");
-            break;
-        case OPT_TS:
-            set_once(&args->ts, arg, "ts");
-            break;
-        case OPT_STATE:
-            set_once(&args->state, arg, "state");
-            break;
-        case OPT_SECRET_FILE:
-            set_once(&args->secret_file, arg, "secret-file");
-            break;
-        }
+    while (opts_next(&o, args, &arg) != 0) {
+        /* every option of sign is given once: stored by opts_next */
     }
 }
 

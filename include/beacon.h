@@ -133,7 +133,7 @@ typedef struct {
     apr_int64_t pid;   /* sender's pid, or < 0 to omit */
     apr_int64_t seq;   /* counter, or < 0 to omit */
     apr_int64_t ts;    /* microseconds since the epoch, >= 0 */
-    const char *state; /* e.g. "leaving", or NULL to omit */
+    const char *state; /* BEACON_STATE_LEAVING, or NULL to omit */
 } beacon_announcement_t;
 
 /* Whether v can be a field's value: non-empty, printable ASCII, no space. */

@@ -2,9 +2,10 @@
 
 /*
  * Member identity: one canonical form per origin, so that equal origins
- * become one balancer member. The result is also what the balancer names
- * the worker, so anything httpd would read as a path, a socket or userinfo
- * is refused here rather than half-accepted there.
+ * are one member wherever a receiver keeps them. The result is also the
+ * name a receiver gives the member, so anything a proxy would read as a
+ * path, a socket or userinfo is refused here rather than half-accepted
+ * there.
  */
 
 #define _POSIX_C_SOURCE 200809L /* inet_pton, inet_ntop */
@@ -43,6 +44,12 @@ static int is_name_char(char c)
            c == '~';
 }
 
+/*
+ * The port a url without one means. This is httpd's mod_proxy convention
+ * (ap_proxy_port_of_scheme, and mod_proxy_http2 for h2/h2c, mod_proxy_ajp
+ * for ajp), written into the protocol so that a receiver names a member
+ * exactly as the proxy behind it will connect to it.
+ */
 static unsigned default_port(const char *scheme)
 {
     static const struct {

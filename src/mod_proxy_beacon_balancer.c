@@ -207,28 +207,28 @@ static proxy_worker *find_worker(proxy_balancer *b, const char *url)
 
 /*
  * The balancer's locks, checked as balancer-manager checks them: a lock
- * that fails is said once, with the balancer's name, and nothing is
- * changed without it.
+ * that fails is said, with the balancer's name, and nothing is changed
+ * without it. Returns rv.
  */
-static apr_status_t thread_lock(beacon_target *t)
+static apr_status_t lock_said(beacon_target *t, apr_status_t rv,
+                              const char *action, const char *which)
 {
-    apr_status_t rv = PROXY_THREAD_LOCK(t->b);
-
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00014)
-                     "cannot take the thread lock of %s", t->b->s->name);
+                     "cannot %s the %s lock of %s", action, which,
+                     t->b->s->name);
     }
     return rv;
 }
 
+static apr_status_t thread_lock(beacon_target *t)
+{
+    return lock_said(t, PROXY_THREAD_LOCK(t->b), "take", "thread");
+}
+
 static void thread_unlock(beacon_target *t)
 {
-    apr_status_t rv = PROXY_THREAD_UNLOCK(t->b);
-
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00017)
-                     "cannot release the thread lock of %s", t->b->s->name);
-    }
+    lock_said(t, PROXY_THREAD_UNLOCK(t->b), "release", "thread");
 }
 
 /* balancer-manager's order: the thread lock, then the global lock. */
@@ -236,12 +236,9 @@ static apr_status_t lock_balancer(beacon_target *t)
 {
     apr_status_t rv = thread_lock(t);
 
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = PROXY_GLOBAL_LOCK(t->b)) != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00015)
-                     "cannot take the global lock of %s", t->b->s->name);
+    if (rv == APR_SUCCESS &&
+        (rv = lock_said(t, PROXY_GLOBAL_LOCK(t->b), "take", "global"))
+            != APR_SUCCESS) {
         thread_unlock(t);
     }
     return rv;
@@ -249,12 +246,7 @@ static apr_status_t lock_balancer(beacon_target *t)
 
 static void unlock_balancer(beacon_target *t)
 {
-    apr_status_t rv = PROXY_GLOBAL_UNLOCK(t->b);
-
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00016)
-                     "cannot release the global lock of %s", t->b->s->name);
-    }
+    lock_said(t, PROXY_GLOBAL_UNLOCK(t->b), "release", "global");
     thread_unlock(t);
 }
 

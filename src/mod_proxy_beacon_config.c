@@ -40,8 +40,8 @@ void *beacon_create_server_conf(apr_pool_t *p, server_rec *s)
     beacon_server_conf *conf = apr_pcalloc(p, sizeof(*conf));
 
     (void)s;
-    conf->max_skew = BEACON_DEFAULT_MAX_SKEW;
-    conf->interval = BEACON_DEFAULT_INTERVAL;
+    conf->max_skew.value = BEACON_DEFAULT_MAX_SKEW;
+    conf->interval.value = BEACON_DEFAULT_INTERVAL;
     return conf;
 }
 
@@ -59,18 +59,9 @@ void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     if (conf->nkeys) {
         apr_pool_cleanup_register(p, conf, wipe_keys, apr_pool_cleanup_null);
     }
-    if (!add->timeout_set) {
-        conf->timeout = base->timeout;
-        conf->timeout_set = base->timeout_set;
-    }
-    if (!add->max_skew_set) {
-        conf->max_skew = base->max_skew;
-        conf->max_skew_set = base->max_skew_set;
-    }
-    if (!add->interval_set) {
-        conf->interval = base->interval;
-        conf->interval_set = base->interval_set;
-    }
+    conf->timeout = add->timeout.set ? add->timeout : base->timeout;
+    conf->max_skew = add->max_skew.set ? add->max_skew : base->max_skew;
+    conf->interval = add->interval.set ? add->interval : base->interval;
     return conf;
 }
 
@@ -135,38 +126,32 @@ static const char *set_balancer(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
-static const char *parse_interval(cmd_parms *cmd, const char *arg,
-                                  apr_interval_time_t *out, int allow_zero)
+/*
+ * ProxyBeaconTimeout, ProxyBeaconMaxSkew, ProxyBeaconInterval: cmd->info
+ * is the field's offset in the configuration. Only the timeout may be 0
+ * (never evict).
+ */
+static const char *set_interval(cmd_parms *cmd, void *dummy, const char *arg)
 {
+    beacon_server_conf *conf = cmd_conf(cmd);
+    beacon_interval *slot = (beacon_interval *)((char *)conf +
+                                                (apr_size_t)cmd->info);
+    int allow_zero = slot == &conf->timeout;
     apr_interval_time_t t;
 
+    (void)dummy;
     if (ap_timeout_parameter_parse(arg, &t, "s") != APR_SUCCESS || t < 0 ||
         (t == 0 && !allow_zero)) {
         return apr_psprintf(cmd->pool, "%s: '%s' is not %s interval (e.g. 30, "
                             "30s, 500ms)", cmd->cmd->name, arg,
                             allow_zero ? "an" : "a positive");
     }
-    *out = t;
+    slot->value = t;
+    slot->set = 1;
     return NULL;
 }
 
-static const char *set_timeout(cmd_parms *cmd, void *dummy, const char *arg)
-{
-    beacon_server_conf *conf = cmd_conf(cmd);
-
-    (void)dummy;
-    conf->timeout_set = 1;
-    return parse_interval(cmd, arg, &conf->timeout, 1);
-}
-
-static const char *set_max_skew(cmd_parms *cmd, void *dummy, const char *arg)
-{
-    beacon_server_conf *conf = cmd_conf(cmd);
-
-    (void)dummy;
-    conf->max_skew_set = 1;
-    return parse_interval(cmd, arg, &conf->max_skew, 0);
-}
+#define INTERVAL_OF(field) ((void *)APR_OFFSETOF(beacon_server_conf, field))
 
 /* ------------------------------------------------------------------ */
 /* Both                                                                */
@@ -273,15 +258,6 @@ static const char *set_advertise(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
-static const char *set_interval(cmd_parms *cmd, void *dummy, const char *arg)
-{
-    beacon_server_conf *conf = cmd_conf(cmd);
-
-    (void)dummy;
-    conf->interval_set = 1;
-    return parse_interval(cmd, arg, &conf->interval, 0);
-}
-
 const command_rec beacon_cmds[] = {
     AP_INIT_TAKE_ARGV("ProxyBeaconListen", set_listen, NULL, RSRC_CONF,
         "[address][:port]: receive beacons on this UDP address; missing "
@@ -289,9 +265,11 @@ const command_rec beacon_cmds[] = {
     AP_INIT_TAKE1("ProxyBeaconBalancer", set_balancer, NULL, RSRC_CONF,
         "the balancer (name or balancer://name) announced backends join; "
         "without it the receiver only logs"),
-    AP_INIT_TAKE1("ProxyBeaconTimeout", set_timeout, NULL, RSRC_CONF,
+    AP_INIT_TAKE1("ProxyBeaconTimeout", set_interval, INTERVAL_OF(timeout),
+        RSRC_CONF,
         "silence after which a member is disabled (default 0: never)"),
-    AP_INIT_TAKE1("ProxyBeaconMaxSkew", set_max_skew, NULL, RSRC_CONF,
+    AP_INIT_TAKE1("ProxyBeaconMaxSkew", set_interval, INTERVAL_OF(max_skew),
+        RSRC_CONF,
         "how far an announcement's timestamp may be from the clock "
         "(default 30s)"),
     AP_INIT_TAKE1("ProxyBeaconSecret", set_secret, NULL, RSRC_CONF,
@@ -303,7 +281,8 @@ const command_rec beacon_cmds[] = {
     AP_INIT_TAKE1("ProxyBeaconAdvertise", set_advertise, NULL, RSRC_CONF,
         "this backend's origin as the proxies should reach it, "
         "scheme://host[:port]"),
-    AP_INIT_TAKE1("ProxyBeaconInterval", set_interval, NULL, RSRC_CONF,
+    AP_INIT_TAKE1("ProxyBeaconInterval", set_interval, INTERVAL_OF(interval),
+        RSRC_CONF,
         "time between announcements (default 5s)"),
     {NULL}
 };

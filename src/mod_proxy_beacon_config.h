@@ -20,6 +20,12 @@ typedef struct {
     apr_port_t port;
 } beacon_dest;
 
+/* A time the configuration may leave to the default or inherit. */
+typedef struct {
+    apr_interval_time_t value;
+    int set;                      /* given in this server */
+} beacon_interval;
+
 /* Per-server configuration. Receiver and sender roles are never inherited
  * into virtual hosts; the secret and the timings are. */
 typedef struct {
@@ -29,16 +35,13 @@ typedef struct {
     apr_port_t listen_port;    /* 0: inherit this server's port */
     const char *balancer_name; /* bare name; NULL: log-only mode */
     const char *balancer_where;   /* "file:line" for config-time errors */
-    apr_interval_time_t timeout;  /* 0 = add-only */
-    int timeout_set;
-    apr_interval_time_t max_skew;
-    int max_skew_set;
+    beacon_interval timeout;      /* 0 = add-only */
+    beacon_interval max_skew;
 
     /* sender */
     apr_array_header_t *targets;  /* beacon_dest */
     const char *advertise;        /* canonical url, or NULL */
-    apr_interval_time_t interval;
-    int interval_set;
+    beacon_interval interval;
 
     /* both: senders sign with keys[0], receivers accept any of them */
     beacon_key_t keys[BEACON_MAX_KEYS];

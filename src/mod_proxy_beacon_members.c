@@ -329,7 +329,7 @@ void beacon_members_start(beacon_receiver *r, apr_pool_t *pool,
 
     r->pool = pool;
     r->table = apr_palloc(pool, sizeof(*r->table));
-    beacon_table_init(r->table, r->conf->timeout, r->conf->max_skew);
+    beacon_table_init(r->table, r->conf->timeout.value, r->conf->max_skew.value);
     r->inbox = beacon_inbox_make(pool, r->s, r->bind_host, r->bind_port,
                                  r->label);
     r->peer = apr_pcalloc(pool, sizeof(*r->peer) * BEACON_TABLE_CAPACITY);

@@ -104,7 +104,7 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
 
 static void warn_short_timeout(const beacon_receiver *r)
 {
-    apr_interval_time_t timeout = r->conf->timeout;
+    apr_interval_time_t timeout = r->conf->timeout.value;
 
     if (timeout > 0 && timeout < HANDOFF_GAP) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, r->s, BCNLOGNO(00012)

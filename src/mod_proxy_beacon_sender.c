@@ -203,7 +203,7 @@ static void announce(beacon_lane *lane, apr_pool_t *p)
 static apr_status_t lane_callback(int state, void *data, apr_pool_t *p)
 {
     beacon_lane *lane = data;
-    apr_interval_time_t interval = lane->snd->conf->interval;
+    apr_interval_time_t interval = lane->snd->conf->interval.value;
     apr_time_t now = apr_time_now();
 
     switch (state) {

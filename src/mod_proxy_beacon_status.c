@@ -27,7 +27,7 @@ static const char *const event_ids[BEACON_EV_COUNT] = {
     [BEACON_EV_ACCEPTED] = "accepted",     [BEACON_EV_HEARTBEAT] = "heartbeats",
     [BEACON_EV_ADDED] = "added",           [BEACON_EV_READOPTED] = "readopted",
     [BEACON_EV_ADD_FAILED] = "add_failed", [BEACON_EV_EVICTED] = "evicted",
-    [BEACON_EV_REENABLED] = "reenabled",   [BEACON_EV_LEAVING] = "leaving",
+    [BEACON_EV_REENABLED] = "reenabled",   [BEACON_EV_LEAVING] = BEACON_STATE_LEAVING,
     [BEACON_EV_TAKEN_OVER] = "taken_over",
 };
 
@@ -92,8 +92,8 @@ static void derive(shown_receiver *out, const beacon_receiver_view *v,
         row->retry_in = -1;
         row->ours = rec->state == BEACON_REC_ACTIVE ||
                     rec->state == BEACON_REC_EVICTED;
-        if (rec->state == BEACON_REC_ACTIVE && v->conf->timeout > 0) {
-            row->lease_left = seconds(rec->last_seen + v->conf->timeout - now);
+        if (rec->state == BEACON_REC_ACTIVE && v->conf->timeout.value > 0) {
+            row->lease_left = seconds(rec->last_seen + v->conf->timeout.value - now);
             if (row->lease_left < 0) {
                 row->lease_left = 0;
             }
@@ -219,11 +219,11 @@ static void print_receiver_html(request_rec *r, const shown_receiver *sr)
                                                v->conf->balancer_name, NULL))
                    : "none (log-only)");
     ap_rprintf(r, "<tr><th>timeout</th><td>%s</td></tr>\n",
-               v->conf->timeout ? apr_psprintf(r->pool, "%.3f s",
-                                               seconds(v->conf->timeout))
+               v->conf->timeout.value ? apr_psprintf(r->pool, "%.3f s",
+                                               seconds(v->conf->timeout.value))
                                 : "0 (add-only)");
     ap_rprintf(r, "<tr><th>max skew</th><td>%.3f s</td></tr>\n",
-               seconds(v->conf->max_skew));
+               seconds(v->conf->max_skew.value));
     ap_rprintf(r, "<tr><th>records</th><td>%u of %d</td></tr>\n", sr->nrows,
                BEACON_TABLE_CAPACITY);
     if (sr->growth_used >= 0) {
@@ -286,7 +286,7 @@ static void print_senders_html(request_rec *r)
                    html(r->pool, targets_text(r->pool, v->conf)),
                    v->conf->advertise ? html(r->pool, v->conf->advertise)
                                       : "none (heartbeat only)",
-                   seconds(v->conf->interval), v->shared->sent,
+                   seconds(v->conf->interval.value), v->shared->sent,
                    v->shared->errors);
     }
 }
@@ -380,8 +380,8 @@ static void print_receiver_json(request_rec *r, const shown_receiver *sr)
                             : NULL);
     ap_rprintf(r, ", \"timeout\": %.3f, \"max_skew\": %.3f, \"records\": %u, "
                "\"capacity\": %d, \"owner_pid\": %" APR_INT64_T_FMT
-               ", \"listening\": %s", seconds(v->conf->timeout),
-               seconds(v->conf->max_skew), sr->nrows, BEACON_TABLE_CAPACITY,
+               ", \"listening\": %s", seconds(v->conf->timeout.value),
+               seconds(v->conf->max_skew.value), sr->nrows, BEACON_TABLE_CAPACITY,
                v->shared->owner_pid, v->shared->listening ? "true" : "false");
     if (sr->growth_used >= 0) {
         ap_rprintf(r, ", \"growth\": {\"used\": %d, \"free\": %d}", sr->growth_used,
@@ -433,7 +433,7 @@ static void print_json(request_rec *r)
         json_str_or_null(r, v->conf->advertise);
         ap_rprintf(r, ", \"interval\": %.3f, \"sent\": %u"
                    ", \"send_errors\": %u, \"owner_pid\": %"
-                   APR_INT64_T_FMT "}", seconds(v->conf->interval), v->shared->sent,
+                   APR_INT64_T_FMT "}", seconds(v->conf->interval.value), v->shared->sent,
                    v->shared->errors, v->shared->owner_pid);
     }
     ap_rputs("]}\n", r);

@@ -14,10 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from httpd import free_port, wait_for
+from httpd import ChildProcess, free_port, wait_for
 
 
-class Backend:
+class Backend(ChildProcess):
     """One backend process on 127.0.0.1:port; started and stopped by pid."""
 
     def __init__(self, name, workdir, port=None):
@@ -54,20 +54,6 @@ class Backend:
         """Request lines ("GET /path") served so far, readiness probes excluded."""
         lines = self.log_path.read_text().splitlines()
         return [l for l in lines if l.startswith(("GET ", "HEAD ")) and l != "GET /_ready"]
-
-    def running(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self, timeout=10):
-        """terminate(), then kill() if it does not exit within timeout."""
-        if not self.running():
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout)
 
 
 def serve(name, port):

@@ -189,6 +189,27 @@ def error_lines(text, expected_tags=()):
 
 # ---- the server ----------------------------------------------------------------
 
+class ChildProcess:
+    """A process a test (or the bench) started itself, as self.proc: it is
+    stopped by its own Popen, so nothing else is ever signalled."""
+
+    proc = None
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=10):
+        """terminate(), then kill() if it does not exit within timeout."""
+        if not self.running():
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout)
+
+
 class Httpd:
     """One private apache2: config, lifecycle, logs, HTTP and balancer-manager.
 
