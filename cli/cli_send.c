@@ -238,8 +238,8 @@ static void check_length(sender_t *s)
     char trial[BEACON_MAX_DATAGRAM + 1];
     beacon_announcement_t a = s->a;
 
-    a.seq = APR_INT64_MAX;
-    a.ts = APR_INT64_C(999999999999999999);
+    a.seq = BEACON_DECIMAL_MAX;
+    a.ts = BEACON_DECIMAL_MAX;
     a.state = BEACON_STATE_LEAVING;
     if (beacon_format(trial, sizeof(trial), &a, &s->key) < 0) {
         fail(EXIT_USAGE, "--url and --host make a datagram longer than "

@@ -2,39 +2,55 @@
 
 /*
  * libFuzzer target: the configuration side, as far as it runs without
- * httpd. The directive handlers themselves (src/mod_proxy_beacon.c) need a
- * cmd_parms, pools and a server_rec, so they are not linked here; what they
- * do with their argument is libbeacon's, and that is fuzzed here in the
- * way the handlers call it, followed through to the wire:
+ * httpd. The directive handlers themselves (src/) need a cmd_parms, pools
+ * and a server_rec, so they are not linked here; what they do with their
+ * argument is libbeacon's, and that is fuzzed here in the way the handlers
+ * call it, followed through to the wire:
  *
- *   first byte % 4 == 1 ('A'): ProxyBeaconAdvertise <arg>
- *       set_advertise(): beacon_url_canonicalize(arg, strlen(arg), ...);
- *       an accepted url is then announced as the sender does
- *       (beacon_format) and must be received (beacon_receive) as itself.
- *   first byte % 4 == 3 ('S'): ProxyBeaconSecret <arg>
- *       set_secret(): beacon_key_parse(arg); an accepted key must sign a
- *       datagram that verifies under it and under no other key.
- *   first byte % 4 == 2 ('F'): ProxyBeaconSecret file:<path>, the file's
- *       bytes: read_secret_file() keeps at most 1023 bytes, cuts at the
- *       first CR or LF (and so, as a C string, at a NUL), then as 'S'.
- *   first byte % 4 == 0 ('H'): the sender's host name (ServerName or the
- *       machine's): beacon_format() must refuse it exactly when it is not
- *       a printable, space-free value or the datagram would pass 2048
- *       bytes, and otherwise produce a datagram that verifies with that
- *       host.
+ *   first byte 'L': ProxyBeaconListen / ProxyBeaconAddress (and beaconctl
+ *       --bind / --to): beacon_parse_host_port(); the second byte's low
+ *       three bits are the BEACON_HP_* flags, the rest is the argument.
+ *       The verdict is deterministic, more flags never refuse what fewer
+ *       accepted, and an accepted host and port written back as
+ *       HOST:PORT ([HOST]:PORT for IPv6) parse as themselves.
+ *   otherwise, by first byte % 4:
+ *   1 ('A'): ProxyBeaconAdvertise <arg>
+ *       beacon_url_canonicalize(arg, strlen(arg), ...); an accepted url is
+ *       then announced as the sender does (beacon_format) and must be
+ *       received (beacon_receive) as itself.
+ *   3 ('S'): ProxyBeaconSecret <arg>
+ *       beacon_key_parse(arg); an accepted key must sign a datagram that
+ *       verifies under it and under no other key.
+ *   2 ('F'): ProxyBeaconSecret file:<path> and beaconctl --secret-file,
+ *       the file's bytes: beacon_key_parse_file() must agree with the
+ *       secret-file rule restated here (first line, one CR before its end
+ *       dropped, at most 4096 bytes, no NUL, no other CR), then as 'S'.
+ *   0 ('H'): the sender's host name (ServerName or the machine's):
+ *       beacon_format() must refuse it exactly when it is not a printable,
+ *       space-free value or the datagram would pass 2048 bytes, and
+ *       otherwise produce a datagram that verifies with that host.
  *
  * The argument is the rest of the input up to its first NUL, as httpd
- * passes a directive argument. Not covered here: ProxyBeaconListen,
- * ProxyBeaconAddress (apr_parse_addr_port), ProxyBeaconBalancer and the
- * interval directives (ap_timeout_parameter_parse), which are httpd's or
- * APR's parsing; they are exercised by tests/integration instead.
+ * passes a directive argument ('F' takes every byte, as a file holds
+ * them). Not covered here: ProxyBeaconBalancer and the interval
+ * directives (ap_timeout_parameter_parse), which are httpd's parsing;
+ * tests/integration exercises them.
  */
+#define _POSIX_C_SOURCE 200809L /* inet_pton */
+
 #include "fuzz_common.h"
 
-#define SECRET_LINE_MAX 1024 /* set_secret()'s line[] */
+#include <arpa/inet.h>
+
+#include <apr_general.h>
+
+#define SECRET_LINE_MAX 4096 /* the secret-file rule's limit, restated */
+#define HP_FLAGS (BEACON_HP_ANY_HOST | BEACON_HP_PORT_OPTIONAL | \
+                  BEACON_HP_PORT_ZERO)
 
 static beacon_key_t spec_key;
 static beacon_table_t table;
+static apr_pool_t *pool;
 
 /* The wire format's rule for a field value, written out again on purpose:
  * beacon_format() calls beacon_value_is_valid(), so checking it against
@@ -128,16 +144,120 @@ static void secret(const char *arg)
     }
 }
 
-/* read_secret_file(): up to size - 1 bytes, then the first line. */
+/*
+ * The secret-file rule, written out again on purpose (the library's
+ * version is what is checked): the first line's length after one CR
+ * before its end is dropped, or -1 when the rule refuses the line.
+ */
+static long rule_line_length(const char *content, size_t len)
+{
+    const char *lf = memchr(content, '\n', len);
+    size_t n = lf ? (size_t)(lf - content) : len;
+
+    if (n > 0 && content[n - 1] == '\r') {
+        n--;
+    }
+    if (n > SECRET_LINE_MAX || memchr(content, '\0', n) != NULL ||
+        memchr(content, '\r', n) != NULL) {
+        return -1;
+    }
+    return (long)n;
+}
+
 static void secret_file(const char *content, size_t len)
 {
-    char line[SECRET_LINE_MAX];
-    size_t n = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
+    char *copy = fuzz_dup(content, len);
+    long n = rule_line_length(content, len);
+    beacon_key_t k, want;
+    const char *err, *want_err = "the rule refuses the line";
+    char *line;
 
-    memcpy(line, content, n);
-    line[n] = '\0';
-    line[strcspn(line, "\r\n")] = '\0';
-    secret(line);
+    memset(&k, 0xa5, sizeof(k));
+    err = beacon_key_parse_file(copy, len, &k);
+    free(copy);
+    if (n >= 0) {
+        line = fuzz_cstr((const uint8_t *)content, (size_t)n);
+        want_err = beacon_key_parse(line, &want);
+        if (want_err == NULL) {
+            secret(line); /* the key signs and verifies, as 'S' */
+        }
+        free(line);
+    }
+    FUZZ_CHECK((err == NULL) == (want_err == NULL),
+               "secret file: library says \"%s\", the rule \"%s\"",
+               err ? err : "ok", want_err ? want_err : "ok");
+    if (err == NULL) {
+        FUZZ_CHECK(memcmp(&k, &want, sizeof(k)) == 0,
+                   "secret file gives another key than its line");
+    }
+    else {
+        FUZZ_CHECK(err[0] != '\0' && strchr(err, '\n') == NULL, "message");
+    }
+}
+
+/* A host the parser hands out: non-empty, no path or space, and an IPv6
+ * address (without a scope) whenever it holds a colon. */
+static int host_is_plausible(const char *got)
+{
+    unsigned char addr[16];
+
+    if (got[0] == '\0' || strpbrk(got, "/ ") != NULL) {
+        return 0;
+    }
+    return strchr(got, ':') == NULL ||
+           (strchr(got, '%') == NULL && inet_pton(AF_INET6, got, addr) == 1);
+}
+
+/* An accepted host (got) and port written back as a user would write
+ * them: they must parse as themselves. */
+static void host_port_round_trip(const char *got, apr_port_t port,
+                                 unsigned flags)
+{
+    char spec[600];
+    char *again = NULL;
+    apr_port_t port2 = 1;
+    const char *err;
+
+    if (got == NULL || strlen(got) > 500) {
+        return;
+    }
+    (void)snprintf(spec, sizeof(spec), strchr(got, ':') ? "[%s]:%u" : "%s:%u",
+                   got, (unsigned)port);
+    err = beacon_parse_host_port(pool, spec, flags | BEACON_HP_PORT_ZERO,
+                                 &again, &port2);
+    FUZZ_CHECK(err == NULL, "\"%s\" is refused: %s", spec, err);
+    FUZZ_CHECK(again != NULL && strcmp(again, got) == 0 && port2 == port,
+               "\"%s\" parses as %s port %u", spec, again ? again : "(any)",
+               (unsigned)port2);
+}
+
+static void host_port(unsigned flags, const char *arg)
+{
+    char *got = NULL, *again_host = NULL, *any_host = NULL;
+    apr_port_t port = 1, port2 = 1, port3 = 1;
+    const char *err, *err2, *err3;
+
+    err = beacon_parse_host_port(pool, arg, flags, &got, &port);
+    err2 = beacon_parse_host_port(pool, arg, flags, &again_host, &port2);
+    FUZZ_CHECK((err == NULL) == (err2 == NULL), "not deterministic");
+    err3 = beacon_parse_host_port(pool, arg, HP_FLAGS, &any_host, &port3);
+    if (err != NULL) {
+        FUZZ_CHECK(err[0] != '\0' && strchr(err, '\n') == NULL, "message");
+        return;
+    }
+    FUZZ_CHECK(err3 == NULL, "refused with every flag (%s), accepted with "
+               "flags %u", err3, flags);
+    FUZZ_CHECK(port == port3 &&
+                   ((got == NULL && any_host == NULL) ||
+                    (got && any_host && strcmp(got, any_host) == 0)),
+               "more flags change the result");
+    FUZZ_CHECK(got != NULL || (flags & BEACON_HP_ANY_HOST),
+               "any host without BEACON_HP_ANY_HOST");
+    FUZZ_CHECK(port != 0 ||
+                   (flags & (BEACON_HP_PORT_ZERO | BEACON_HP_PORT_OPTIONAL)),
+               "port 0 without BEACON_HP_PORT_ZERO or _OPTIONAL");
+    FUZZ_CHECK(got == NULL || host_is_plausible(got), "host \"%s\"", got);
+    host_port_round_trip(got, port, flags);
 }
 
 static void host(const char *name)
@@ -181,9 +301,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (!ready) {
         spec_key = fuzz_key(FUZZ_HEX_KEY);
+        FUZZ_CHECK(apr_initialize() == APR_SUCCESS &&
+                       apr_pool_create(&pool, NULL) == APR_SUCCESS,
+                   "APR");
         ready = 1;
     }
     if (size == 0) {
+        return 0;
+    }
+    if (data[0] == 'L') {
+        arg = fuzz_cstr(size > 2 ? data + 2 : data, size > 2 ? size - 2 : 0);
+        host_port(size > 1 ? data[1] & HP_FLAGS : 0, arg);
+        apr_pool_clear(pool);
+        free(arg);
         return 0;
     }
     arg = fuzz_cstr(data + 1, size - 1);

@@ -14,20 +14,8 @@
 #include <apr_sha1.h>
 
 #include "fuzz_common.h"
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
+/* the tests' own hex reader: independent of libbeacon, by path */
+#include "../tests/unit/vectors.h"
 
 /* The key the wire format says secret gives, independently; 0 = refused. */
 static int expected_key(const char *secret, unsigned char want[BEACON_KEY_LEN])
@@ -39,8 +27,8 @@ static int expected_key(const char *secret, unsigned char want[BEACON_KEY_LEN])
             return 0;
         }
         for (i = 0; i < BEACON_KEY_LEN; i++) {
-            int hi = hex_value(secret[4 + 2 * i]);
-            int lo = hex_value(secret[4 + 2 * i + 1]);
+            int hi = vec_hex_digit(secret[4 + 2 * i]);
+            int lo = vec_hex_digit(secret[4 + 2 * i + 1]);
 
             if (hi < 0 || lo < 0) {
                 return 0;

@@ -101,8 +101,7 @@ static beacon_reason_t verify_checked(const char *buf, size_t len,
     r = beacon_verify(buf, len, &key, now, FUZZ_SKEW, &dg);
     FUZZ_CHECK((unsigned)r < BEACON_REASON_COUNT, "reason %d", (int)r);
     FUZZ_CHECK(r != BEACON_DROP_UNACCEPTABLE_URL &&
-                   r != BEACON_DROP_REPLAYED_TS &&
-                   r != BEACON_DROP_TABLE_FULL && r != BEACON_DROP_NOT_MANAGED,
+                   r != BEACON_DROP_REPLAYED_TS && r != BEACON_DROP_TABLE_FULL,
                "beacon_verify gave a table-step reason: %s",
                beacon_reason_name(r));
     FUZZ_CHECK((r == BEACON_DROP_OVERSIZE) == (len > BEACON_MAX_DATAGRAM),
@@ -284,6 +283,47 @@ static void fill(apr_int64_t n, apr_time_t now)
     }
 }
 
+/*
+ * The action fits the record's state after the transition: a NOT_MANAGED
+ * record answers every announcement with BEACON_ACT_NOT_MANAGED (and with
+ * nothing else), a renewal or enable leaves an ACTIVE member, a disable an
+ * EVICTED one; only a leaving announcement disables or is ignored.
+ */
+static void check_action(const beacon_event_t *ev, int leaving)
+{
+    beacon_state_t st = ev->rec->state;
+
+    FUZZ_CHECK((st == BEACON_REC_NOT_MANAGED) ==
+                   (ev->action == BEACON_ACT_NOT_MANAGED),
+               "state %s with action %s", beacon_state_name(st),
+               beacon_action_name(ev->action));
+    switch (ev->action) {
+    case BEACON_ACT_RENEW:
+    case BEACON_ACT_ENABLE:
+        FUZZ_CHECK(!leaving && st == BEACON_REC_ACTIVE, "%s leaves %s",
+                   beacon_action_name(ev->action), beacon_state_name(st));
+        break;
+    case BEACON_ACT_DISABLE:
+        FUZZ_CHECK(leaving && st == BEACON_REC_EVICTED, "disable leaves %s",
+                   beacon_state_name(st));
+        break;
+    case BEACON_ACT_ADD:
+    case BEACON_ACT_WAIT:
+        FUZZ_CHECK(!leaving && (st == BEACON_REC_NEW ||
+                                st == BEACON_REC_PENDING),
+                   "%s in state %s", beacon_action_name(ev->action),
+                   beacon_state_name(st));
+        break;
+    case BEACON_ACT_NONE: /* a leaving from a url not in rotation */
+        FUZZ_CHECK(leaving && st != BEACON_REC_ACTIVE &&
+                       st != BEACON_REC_NOT_MANAGED,
+                   "ignore in state %s", beacon_state_name(st));
+        break;
+    default:
+        break;
+    }
+}
+
 static void receive_line(const char *line, size_t len, apr_time_t now)
 {
     beacon_event_t ev;
@@ -319,15 +359,11 @@ static void receive_line(const char *line, size_t len, apr_time_t now)
             fuzz_check_fixed_point(ev.url);
             switch (r) {
             case BEACON_OK:
-            case BEACON_DROP_NOT_MANAGED:
                 FUZZ_CHECK(ev.rec != NULL && strcmp(ev.rec->url, ev.url) == 0,
                            "record for %s", ev.url);
                 FUZZ_CHECK(ev.rec->high_ts == dg.ts && ev.rec->last_seen == now,
                            "record not advanced");
-                FUZZ_CHECK((r == BEACON_DROP_NOT_MANAGED) ==
-                               (ev.action == BEACON_ACT_NOT_MANAGED),
-                           "reason %s with action %d", beacon_reason_name(r),
-                           (int)ev.action);
+                check_action(&ev, beacon_datagram_is_leaving(&dg));
                 break;
             case BEACON_DROP_REPLAYED_TS: {
                 beacon_record_t *rec = beacon_table_find(&table, ev.url);

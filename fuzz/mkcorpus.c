@@ -1,31 +1,33 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * Writes the seed corpus under fuzz/corpus/<target>/ from the unit tests'
- * own tables, so every case the tests name (each drop reason and its
- * boundary rows, each url and secret row) is a seed, signed where it must
- * be. Built three times, with -DGEN_WIRE, -DGEN_URL or -DGEN_KEY, each
- * compiling one test file into itself (its main() renamed, unused).
+ * Writes the seed corpus under fuzz/corpus/<target>/ from the data files
+ * of tests/vectors/, the rows the unit tests read, so every case they name
+ * (each drop reason and its boundary rows, each url, secret and secret
+ * file) is a seed, signed where it must be; plus what only fuzzing needs:
+ * table scripts for fuzz_verify and host names and endpoints for
+ * fuzz_config.
  *
  *   make -f fuzz/Makefile corpus      regenerate (the output is checked in)
+ *   mkcorpus VECTORS_DIR CORPUS_DIR   what that runs
  *
- * Seeds are small text files named after the test case they come from.
+ * Seeds are small files named after the row they come from.
  */
-#define main unit_test_main
-#if defined(GEN_WIRE)
-#include "test_wire.c"
-#elif defined(GEN_URL)
-#include "test_url.c"
-#elif defined(GEN_KEY)
-#include "test_key.c"
-#else
-#error "define GEN_WIRE, GEN_URL or GEN_KEY"
-#endif
-#undef main
-
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "beacon.h"
+#include "../tests/unit/vectors.h" /* by path: no -I needed */
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define TS "1796000000000000"
+#define MAC_TAIL (5 + 2 * BEACON_MAC_LEN) /* " mac=" and 16 hex digits */
+
+static const char *vectors_dir;
 static const char *out_root;
 
 /* corpus/<target>/<prefix>-<slug of name>[-n], never overwriting a seed
@@ -38,7 +40,7 @@ static void put(const char *target, const char *prefix, const char *name,
     int k;
     FILE *f;
 
-    snprintf(dir, sizeof dir, "%s/%s", out_root, target);
+    (void)snprintf(dir, sizeof dir, "%s/%s", out_root, target);
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         perror(dir);
         exit(1);
@@ -58,9 +60,9 @@ static void put(const char *target, const char *prefix, const char *name,
         n--;
     }
     slug[n] = '\0';
-    snprintf(path, sizeof path, "%s/%s-%s", dir, prefix, slug);
+    (void)snprintf(path, sizeof path, "%s/%s-%s", dir, prefix, slug);
     for (k = 2; access(path, F_OK) == 0 && k < 100; k++) {
-        snprintf(path, sizeof path, "%s/%s-%s-%d", dir, prefix, slug, k);
+        (void)snprintf(path, sizeof path, "%s/%s-%s-%d", dir, prefix, slug, k);
     }
     f = fopen(path, "wb");
     if (f == NULL || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
@@ -82,6 +84,10 @@ static void put_directive(char selector, const char *name, const void *arg,
     char *buf = malloc(len + 1);
     char prefix[] = {'x', '\0'};
 
+    if (buf == NULL) {
+        perror("mkcorpus");
+        exit(1);
+    }
     buf[0] = selector;
     memcpy(buf + 1, arg, len);
     prefix[0] = (char)(selector - 'A' + 'a');
@@ -89,7 +95,108 @@ static void put_directive(char selector, const char *name, const void *arg,
     free(buf);
 }
 
-#if defined(GEN_WIRE)
+/* The rows of vectors_dir/name with columns cols; exits on any error. */
+static vec_table_t load(const char *name, const char *const *cols)
+{
+    vec_table_t t;
+    char err[512];
+
+    if (vec_load(&t, vectors_dir, name, cols, err, sizeof err) != 0) {
+        fprintf(stderr, "mkcorpus: %s\n", err);
+        exit(1);
+    }
+    return t;
+}
+
+/* body[0..len) + " mac=" + its tag under key, into a malloc'd buffer. */
+static char *sign(const beacon_key_t *key, const char *body, size_t len,
+                  size_t *outlen)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char mac[BEACON_MAC_LEN];
+    char *dg = malloc(len + MAC_TAIL + 1);
+    size_t i;
+
+    if (dg == NULL) {
+        perror("mkcorpus");
+        exit(1);
+    }
+    beacon_mac(key, body, len, mac);
+    memcpy(dg, body, len);
+    memcpy(dg + len, " mac=", 5);
+    for (i = 0; i < BEACON_MAC_LEN; i++) {
+        dg[len + 5 + 2 * i] = hex[mac[i] >> 4];
+        dg[len + 5 + 2 * i + 1] = hex[mac[i] & 0xf];
+    }
+    *outlen = len + MAC_TAIL;
+    dg[*outlen] = '\0';
+    return dg;
+}
+
+static beacon_key_t spec_hex_key(void)
+{
+    beacon_key_t k;
+
+    if (beacon_key_parse("hex:00112233445566778899aabbccddeeff", &k) != NULL) {
+        exit(1);
+    }
+    return k;
+}
+
+/* ------------------------------------------------------------------ */
+/* fuzz_verify: datagrams and scripts                                  */
+
+/* The spec's announcement vectors, as they are. */
+static void gen_announcements(void)
+{
+    static const char *const cols[] = {"version", "secret", "datagram", NULL};
+    vec_table_t t = load("announcements.txt", cols);
+    size_t i;
+
+    for (i = 0; i < t.nrows; i++) {
+        char name[64];
+
+        (void)snprintf(name, sizeof name, "%s vector %zu",
+                       t.rows[i].col[0].text, i + 1);
+        put("fuzz_verify", "spec", name, t.rows[i].col[2].text,
+            t.rows[i].col[2].len);
+    }
+    vec_free(&t);
+}
+
+/* The receiver's drop table, as it is. */
+static void gen_drops(void)
+{
+    static const char *const cols[] = {"reason", "datagram", "name", NULL};
+    vec_table_t t = load("drops.txt", cols);
+    size_t i;
+
+    for (i = 0; i < t.nrows; i++) {
+        put("fuzz_verify", "wire", t.rows[i].col[2].text,
+            t.rows[i].col[1].text, t.rows[i].col[1].len);
+    }
+    vec_free(&t);
+}
+
+/* A correctly signed datagram of exactly total bytes: the url vector's
+ * fields, then an unknown key pad=xxx... sized to fit. */
+static void put_padded(const beacon_key_t *k, size_t total, const char *name)
+{
+    static const char prefix[] =
+        "BEACON url=http://10.0.0.5:8080 ts=" TS " pad=";
+    size_t blen = total - MAC_TAIL, len;
+    char *body = malloc(blen), *dg;
+
+    if (body == NULL) {
+        exit(1);
+    }
+    memcpy(body, prefix, sizeof prefix - 1);
+    memset(body + sizeof prefix - 1, 'x', blen - (sizeof prefix - 1));
+    dg = sign(k, body, blen, &len);
+    put("fuzz_verify", "wire", name, dg, len);
+    free(dg);
+    free(body);
+}
 
 /* Lines of a fuzz_verify script: datagrams (re-signed by the target) and
  * table commands; see fuzz/fuzz_verify.c. */
@@ -124,172 +231,210 @@ static const struct {
      "BEACON url=http://u@h ts=1796000000000000\n"},
 };
 
-static void gen(void)
+/* Failed adds until the back-off reaches its cap: each line's length is
+ * 1 mod 3 (fuzz_verify answers its ADD with _add_failed), and the clock
+ * moves past each retry_at (1, 2, 4 ... 64 s). */
+static void put_backoff_script(void)
+{
+    char script[2048];
+    size_t n = 0, i;
+    long long t = 0, wait = 1;
+
+    for (i = 0; i < 9; i++) {
+        char line[128];
+        int len = snprintf(line, sizeof line,
+                           "BEACON url=http://backoff.example ts=%lld pad=x",
+                           1796000000000000LL + t * 1000000);
+
+        while (len % 3 != 1) {
+            line[len++] = 'x';
+        }
+        line[len] = '\0';
+        n += (size_t)snprintf(script + n, sizeof script - n, "%s\n!tick %lld\n",
+                              line, wait);
+        t += wait;
+        wait = wait < 64 ? 2 * wait : 64;
+    }
+    put("fuzz_verify", "script", "add fails until the backoff is capped",
+        script, n);
+}
+
+static void gen_verify(void)
 {
     beacon_key_t k = spec_hex_key();
-    char dg[2 * BEACON_MAX_DATAGRAM + 64];
-    size_t i, len;
+    size_t i;
 
-    put_str("fuzz_verify", "spec", "vector 1 url hex key", V1);
-    put_str("fuzz_verify", "spec", "vector 2 heartbeat hex key", V2);
-    put_str("fuzz_verify", "spec", "vector 3 passphrase key", V3);
-    for (i = 0; i < ARRAY_LEN(verify_rows); i++) {
-        const verify_row_t *r = &verify_rows[i];
-
-        len = build(dg, sizeof dg, &k, r->signed_part, strlen(r->signed_part),
-                    r->tail, r->upper);
-        put("fuzz_verify", "wire", r->name, dg, len);
-    }
-    len = build_padded(dg, sizeof dg, &k, BEACON_MAX_DATAGRAM);
-    put("fuzz_verify", "wire", "2048 bytes correctly signed", dg, len);
-    len = build_padded(dg, sizeof dg, &k, BEACON_MAX_DATAGRAM + 1);
-    put("fuzz_verify", "wire", "2049 bytes oversize", dg, len);
-    {
-        static const char body[] = "BEACON host=web\0-1 ts=" TS;
-
-        len = build(dg, sizeof dg, &k, body, sizeof body - 1, MAC, 0);
-        put("fuzz_verify", "wire", "embedded NUL in a signed value", dg, len);
-        put("fuzz_verify", "wire", "NUL as the last byte", V1, strlen(V1) + 1);
-    }
+    gen_announcements();
+    gen_drops();
+    put_padded(&k, BEACON_MAX_DATAGRAM, "2048 bytes correctly signed");
+    put_padded(&k, BEACON_MAX_DATAGRAM + 1, "2049 bytes oversize");
     for (i = 0; i < ARRAY_LEN(scripts); i++) {
         put_str("fuzz_verify", "script", scripts[i].name, scripts[i].text);
     }
-    /* Failed adds until the back-off reaches its cap: each line's length
-     * is 1 mod 3 (fuzz_verify answers its ADD with _add_failed), and the
-     * clock moves past each retry_at (1, 2, 4 ... 64 s). */
-    {
-        char script[2048];
-        size_t n = 0;
-        long long t = 0, wait = 1;
-
-        for (i = 0; i < 9; i++) {
-            char line[128];
-            int len = snprintf(line, sizeof line,
-                               "BEACON url=http://backoff.example ts=%lld pad=x",
-                               (long long)APR_INT64_C(1796000000000000) +
-                                   t * 1000000);
-
-            while (len % 3 != 1) {
-                line[len++] = 'x';
-            }
-            line[len] = '\0';
-            n += (size_t)snprintf(script + n, sizeof script - n, "%s\n!tick %lld\n",
-                                  line, wait);
-            t += wait;
-            wait = wait < 64 ? 2 * wait : 64;
-        }
-        put("fuzz_verify", "script", "add fails until the backoff is capped",
-            script, n);
-    }
-
-    /* The sender's host name (fuzz_config 'H'): format's refusals, and a
-     * name that makes the datagram exactly 2048 bytes. */
-    {
-        static const char *hosts[] = {"web-1", "", "web 1", "web-1\n",
-                                      "web\x01" "1", "web\x7f", "h\xc3\xa9"};
-        static const char fixed[] = "BEACON url=http://10.0.0.5:8080 host= "
-                                    "pid=4242 seq=17 ts=1796000000000000 "
-                                    "mac=0123456789abcdef";
-        size_t fill = BEACON_MAX_DATAGRAM - (sizeof fixed - 1);
-        char *host = malloc(fill + 2);
-
-        for (i = 0; i < ARRAY_LEN(hosts); i++) {
-            put_directive('H', hosts[i][0] ? hosts[i] : "empty", hosts[i],
-                          strlen(hosts[i]));
-        }
-        memset(host, 'h', fill + 1);
-        put_directive('H', "host filling 2048 bytes", host, fill);
-        put_directive('H', "host one byte too long", host, fill + 1);
-        free(host);
-    }
+    put_backoff_script();
 }
 
-#elif defined(GEN_URL)
+/* ------------------------------------------------------------------ */
+/* fuzz_url: urls, also as ProxyBeaconAdvertise and in a datagram      */
 
-/* body + " mac=" + its tag: dg must hold strlen(body) + 22 bytes. */
-static size_t sign(char *dg, const beacon_key_t *k, const char *body)
+static void gen_urls(void)
 {
-    unsigned char mac[BEACON_MAC_LEN];
-    size_t len = strlen(body);
-    unsigned i;
-
-    beacon_mac(k, body, len, mac);
-    memcpy(dg, body, len);
-    len += (size_t)sprintf(dg + len, " mac=");
-    for (i = 0; i < BEACON_MAC_LEN; i++) {
-        len += (size_t)sprintf(dg + len, "%02x", mac[i]);
-    }
-    return len;
-}
-
-static void gen(void)
-{
+    static const char *const cols[] = {"url", "canonical", "name", NULL};
+    vec_table_t t = load("urls.txt", cols);
     beacon_key_t k = spec_hex_key();
     size_t i;
 
-    for (i = 0; i < ARRAY_LEN(rows); i++) {
-        char body[512], dg[600];
+    for (i = 0; i < t.nrows; i++) {
+        const vec_field_t *in = &t.rows[i].col[0];
+        const char *name = t.rows[i].col[2].text;
+        char body[512], *dg;
         size_t len;
 
-        put_str("fuzz_url", "url", rows[i].name, rows[i].in);
-        put_directive('A', rows[i].name, rows[i].in, strlen(rows[i].in));
+        put("fuzz_url", "url", name, in->text, in->len);
+        put_directive('A', name, in->text, in->len);
         /* As the url of a signed datagram, where it is printable. */
-        if (strlen(rows[i].in) > 0 && strpbrk(rows[i].in, " \n\t") == NULL) {
-            snprintf(body, sizeof body, "BEACON url=%s ts=1796000000000000",
-                     rows[i].in);
-            len = sign(dg, &k, body);
-            put("fuzz_verify", "url", rows[i].name, dg, len);
+        if (in->len > 0 && strpbrk(in->text, " \n\t") == NULL) {
+            (void)snprintf(body, sizeof body, "BEACON url=%s ts=" TS, in->text);
+            dg = sign(&k, body, strlen(body), &len);
+            put("fuzz_verify", "url", name, dg, len);
+            free(dg);
         }
     }
-    /* only_len_bytes_are_read()'s rows are local to that test: a copy. */
-    {
-        static const len_row_t cut[] = {
-            {"a path beyond len is not seen", "http://h:8080/pathgarbage", 13,
-             NULL},
-            {"an IPv6 literal cut at its bracket", "http://[::1]:8080]]]", 17,
-             NULL},
-            {"a port cut to nothing", "http://h:80", 9, NULL},
-            {"a bracket cut before it closes", "http://[::1]", 11, NULL},
-            {"a NUL inside len", "http://h\0ost", 12, NULL},
-        };
-
-        for (i = 0; i < ARRAY_LEN(cut); i++) {
-            put("fuzz_url", "len", cut[i].name, cut[i].buf, cut[i].len);
-        }
-    }
+    vec_free(&t);
 }
 
-#elif defined(GEN_KEY)
-
-static void gen(void)
+/* Urls cut short by len: the input need not be NUL-terminated. */
+static void gen_url_cuts(void)
 {
+    static const struct {
+        const char *name;
+        const char *buf; /* more bytes than len */
+        size_t len;
+    } cut[] = {
+        {"a path beyond len is not seen", "http://h:8080/pathgarbage", 13},
+        {"an IPv6 literal cut at its bracket", "http://[::1]:8080]]]", 17},
+        {"a port cut to nothing", "http://h:80", 9},
+        {"a bracket cut before it closes", "http://[::1]", 11},
+        {"a NUL inside len", "http://h\0ost", 12},
+    };
     size_t i;
 
-    for (i = 0; i < ARRAY_LEN(good_rows); i++) {
-        char file[256];
-
-        put_str("fuzz_key", "good", good_rows[i].name, good_rows[i].secret);
-        put_directive('S', good_rows[i].name, good_rows[i].secret,
-                      strlen(good_rows[i].secret));
-        snprintf(file, sizeof file, "%s\r\nsecond line\n", good_rows[i].secret);
-        put_directive('F', good_rows[i].name, file, strlen(file));
-    }
-    for (i = 0; i < ARRAY_LEN(bad_rows); i++) {
-        put_str("fuzz_key", "bad", bad_rows[i].name, bad_rows[i].secret);
-        put_directive('S', bad_rows[i].name, bad_rows[i].secret,
-                      strlen(bad_rows[i].secret));
+    for (i = 0; i < ARRAY_LEN(cut); i++) {
+        put("fuzz_url", "len", cut[i].name, cut[i].buf, cut[i].len);
     }
 }
 
-#endif
+/* ------------------------------------------------------------------ */
+/* fuzz_key and fuzz_config: secrets, secret files, hosts, endpoints   */
+
+static void gen_secrets(void)
+{
+    static const char *const cols[] = {"secret", "key", "name", NULL};
+    vec_table_t t = load("secrets.txt", cols);
+    size_t i;
+
+    for (i = 0; i < t.nrows; i++) {
+        const vec_field_t *s = &t.rows[i].col[0];
+        const char *name = t.rows[i].col[2].text;
+        int good = !vec_is(&t.rows[i].col[1], "refused");
+
+        put("fuzz_key", good ? "good" : "bad", name, s->text, s->len);
+        put_directive('S', name, s->text, s->len);
+        if (good) {
+            /* The same secret in a file, CRLF and a second line. */
+            char file[512];
+            int n = snprintf(file, sizeof file, "%s\r\nsecond line\n", s->text);
+
+            put_directive('F', name, file, (size_t)n);
+        }
+    }
+    vec_free(&t);
+}
+
+static void gen_secret_files(void)
+{
+    static const char *const cols[] = {"file", "key", "name", NULL};
+    vec_table_t t = load("secret-files.txt", cols);
+    size_t i;
+
+    for (i = 0; i < t.nrows; i++) {
+        put_directive('F', t.rows[i].col[2].text, t.rows[i].col[0].text,
+                      t.rows[i].col[0].len);
+    }
+    vec_free(&t);
+}
+
+/* The sender's host name (fuzz_config 'H'): format's refusals, and a
+ * name that makes the datagram exactly 2048 bytes. */
+static void gen_hosts(void)
+{
+    static const char *hosts[] = {"web-1", "", "web 1", "web-1\n",
+                                  "web\0011", "web\x7f", "h\xc3\xa9"};
+    static const char fixed[] = "BEACON url=http://10.0.0.5:8080 host= "
+                                "pid=4242 seq=17 ts=1796000000000000 "
+                                "mac=0123456789abcdef";
+    size_t fill = BEACON_MAX_DATAGRAM - (sizeof fixed - 1), i;
+    char *host = malloc(fill + 2);
+
+    if (host == NULL) {
+        exit(1);
+    }
+    for (i = 0; i < ARRAY_LEN(hosts); i++) {
+        put_directive('H', hosts[i][0] ? hosts[i] : "empty", hosts[i],
+                      strlen(hosts[i]));
+    }
+    memset(host, 'h', fill + 1);
+    put_directive('H', "host filling 2048 bytes", host, fill);
+    put_directive('H', "host one byte too long", host, fill + 1);
+    free(host);
+}
+
+/* ProxyBeaconListen / ProxyBeaconAddress (fuzz_config 'L'): the flags
+ * byte, then the argument. */
+static void gen_endpoints(void)
+{
+    static const struct {
+        const char *name;
+        unsigned flags;
+        const char *spec;
+    } rows[] = {
+        {"ipv4 and port", 0, "10.0.0.1:5555"},
+        {"name and port", 0, "proxy.example.com:5555"},
+        {"ipv6 in brackets", 0, "[::1]:5555"},
+        {"udp scheme", 0, "udp://10.0.0.1:5555"},
+        {"tcp scheme and ipv6", 0, "tcp://[::1]:5555"},
+        {"any host any port", BEACON_HP_ANY_HOST | BEACON_HP_PORT_ZERO, "*:0"},
+        {"optional port", BEACON_HP_PORT_OPTIONAL, "localhost"},
+        {"ipv6 scope", 0, "[fe80::1%eth0]:5555"},
+        {"bare ipv6", 0, "::1:5555"},
+        {"port 65536", 7, "h:65536"},
+        {"bad scheme", 0, "1udp://h:1"},
+    };
+    size_t i;
+
+    for (i = 0; i < ARRAY_LEN(rows); i++) {
+        char arg[128];
+        int n = snprintf(arg, sizeof arg, "%c%s", (char)('0' + rows[i].flags),
+                         rows[i].spec);
+
+        put_directive('L', rows[i].name, arg, (size_t)n);
+    }
+}
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s VECTORS_DIR CORPUS_DIR\n", argv[0]);
         return 2;
     }
-    out_root = argv[1];
-    gen();
+    vectors_dir = argv[1];
+    out_root = argv[2];
+    gen_verify();
+    gen_urls();
+    gen_url_cuts();
+    gen_secrets();
+    gen_secret_files();
+    gen_hosts();
+    gen_endpoints();
     return 0;
 }

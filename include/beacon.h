@@ -33,6 +33,7 @@ extern "C" {
 #define BEACON_MAX_DATAGRAM 2048   /* larger datagrams are dropped whole */
 #define BEACON_URL_MAX 300         /* canonical url incl. NUL; longer = unacceptable */
 #define BEACON_DECIMAL_MAX_DIGITS 18 /* ts, pid, seq: 1 to 18 decimal digits */
+#define BEACON_DECIMAL_MAX APR_INT64_C(999999999999999999) /* the largest */
 #define BEACON_TABLE_CAPACITY 256  /* announced urls tracked per receiver */
 #define BEACON_MAX_KEYS 4          /* secrets a receiver accepts at once */
 
@@ -142,8 +143,9 @@ int beacon_value_is_valid(const char *v);
 /*
  * Writes the signed datagram for a into buf (NUL-terminated) in the wire
  * order url, host, pid, seq, ts, state, mac. Returns its length, or -1 when
- * a value is empty or holds a space or a non-printable byte, ts is out of
- * range, or the datagram would exceed BEACON_MAX_DATAGRAM or bufsize - 1.
+ * a value is empty or holds a space or a non-printable byte, ts, pid or seq
+ * is above BEACON_DECIMAL_MAX, or the datagram would exceed
+ * BEACON_MAX_DATAGRAM or bufsize - 1.
  */
 int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
                   const beacon_key_t *key);

@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L /* inet_pton */
 
 #include <string.h>
+#include <strings.h>
 #include <arpa/inet.h>
 
 #include <apr_strings.h>
@@ -22,25 +23,36 @@ static int is_alpha(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-/* Past an optional "scheme://"; NULL when what precedes :// is no scheme. */
+/* Past an optional "udp://" or "tcp://" (httpd's Listen takes the
+ * latter); NULL for any other text before "://". */
 static const char *skip_scheme(const char *spec)
 {
     const char *sep = strstr(spec, "://");
-    const char *s;
 
     if (sep == NULL) {
         return spec;
     }
-    if (sep == spec || !is_alpha(*spec)) {
-        return NULL;
+    if (sep - spec == 3 && (strncasecmp(spec, "udp", 3) == 0 ||
+                            strncasecmp(spec, "tcp", 3) == 0)) {
+        return sep + 3;
     }
-    for (s = spec + 1; s < sep; s++) {
-        if (!is_alpha(*s) && !(*s >= '0' && *s <= '9') && *s != '+' &&
-            *s != '-' && *s != '.') {
-            return NULL;
+    return NULL;
+}
+
+/* A host name or IPv4 address: letters, digits, '-', '.', '_'. */
+static int is_name(const char *h, apr_size_t len)
+{
+    apr_size_t i;
+
+    for (i = 0; i < len; i++) {
+        char c = h[i];
+
+        if (!is_alpha(c) && !(c >= '0' && c <= '9') && c != '-' && c != '.' &&
+            c != '_') {
+            return 0;
         }
     }
-    return sep + 3;
+    return 1;
 }
 
 /* Splits "[v6]", "[v6]:port", "host", "host:port" into host and port text
@@ -117,7 +129,7 @@ const char *beacon_parse_host_port(apr_pool_t *p, const char *spec,
     apr_size_t hlen;
 
     if (s == NULL) {
-        return "not a scheme before ://";
+        return "only udp:// or tcp:// may come before the address";
     }
     if ((err = split(s, &h, &hlen, &port_text)) != NULL) {
         return err;
@@ -135,8 +147,9 @@ const char *beacon_parse_host_port(apr_pool_t *p, const char *spec,
         *host = NULL;
         return NULL;
     }
-    if (memchr(h, '/', hlen) != NULL || memchr(h, ' ', hlen) != NULL) {
-        return "expected HOST:PORT";
+    if (*s != '[' && !is_name(h, hlen)) {
+        return "expected HOST:PORT, a host of letters, digits, '-', '.' "
+               "and '_'";
     }
     *host = apr_pstrmemdup(p, h, hlen);
     return NULL;

@@ -70,7 +70,7 @@ const char *beacon_key_parse_file(const char *buf, apr_size_t len,
                                   beacon_key_t *key)
 {
     char line[BEACON_SECRET_LINE_MAX + 1];
-    const char *lf = memchr(buf, '\n', len);
+    const char *lf = len ? memchr(buf, '\n', len) : NULL;
     apr_size_t n = lf ? (apr_size_t)(lf - buf) : len;
     const char *err;
 

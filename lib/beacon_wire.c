@@ -17,7 +17,6 @@
 #define MAC_TOKEN_LEN 5
 #define MAC_HEX_LEN (2 * BEACON_MAC_LEN)
 #define MAC_TAIL_LEN (MAC_TOKEN_LEN + MAC_HEX_LEN)
-#define DECIMAL_LIMIT APR_INT64_C(999999999999999999) /* 18 digits */
 
 static const struct {
     const char *name; /* the log fragment */
@@ -114,11 +113,16 @@ static int put_field(writer_t *w, const char *key, const char *value)
     return 1;
 }
 
+/* A number of at most BEACON_DECIMAL_MAX_DIGITS digits, as receivers
+ * read them; 0 when n is out of that range. */
 static int put_number(writer_t *w, const char *key, apr_int64_t n)
 {
     char digits[24];
     char *p = digits + sizeof(digits);
 
+    if (n < 0 || n > BEACON_DECIMAL_MAX) {
+        return 0;
+    }
     *--p = '\0';
     do {
         *--p = (char)('0' + n % 10);
@@ -136,7 +140,7 @@ int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
     int ok = 1;
     int i;
 
-    if (bufsize == 0 || a->ts < 0 || a->ts > DECIMAL_LIMIT) {
+    if (bufsize == 0 || a->ts < 0 || a->ts > BEACON_DECIMAL_MAX) {
         return -1;
     }
     w.cap = bufsize - 1 < BEACON_MAX_DATAGRAM ? bufsize - 1 : BEACON_MAX_DATAGRAM;

@@ -30,15 +30,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BEACONCTL = os.environ.get("BEACONCTL") or os.path.join(
     HERE, "..", "..", "build", "beaconctl")
 
-# /work/shared/design/wire-format.md, "Test vectors".
-HEX_SECRET = "hex:00112233445566778899aabbccddeeff"
-PASSPHRASE = "a-long-random-shared-cluster-secret"
-VECTOR_URL = ("BEACON url=http://10.0.0.5:8080 host=web-1 pid=4242 seq=17 "
-              "ts=1796000000000000 mac=f73e29a869ca2b00")
-VECTOR_HEARTBEAT = ("BEACON host=web-1 pid=4242 seq=18 ts=1796000000000001 "
-                    "mac=2cdf1be0166382fa")
-VECTOR_PASSPHRASE = ("BEACON url=http://10.0.0.5:8080 host=web-1 pid=4242 "
-                     "seq=17 ts=1796000000000000 mac=f3bcb2028034a744")
+
+
+def v1_vectors():
+    """The v1 rows of tests/vectors/announcements.txt (docs/wire-format.md,
+    "Test vectors"), [(secret, datagram)] in file order. These rows hold no
+    escape (tests/vectors/README.md), which is checked."""
+    path = os.path.join(HERE, "..", "vectors", "announcements.txt")
+    with open(path, encoding="ascii") as f:
+        lines = [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
+    assert lines[0] == "version\tsecret\tdatagram", lines[0]
+    rows = [l.split("\t") for l in lines[1:]]
+    v1 = [(secret, datagram) for version, secret, datagram in rows if version == "v1"]
+    assert len(v1) == 3 and not any("\\" in d for _, d in v1), v1
+    return v1
+
+
+# The url announcement and the heartbeat under the hex: secret, then the
+# url announcement under the passphrase.
+[(HEX_SECRET, VECTOR_URL), (_, VECTOR_HEARTBEAT),
+ (PASSPHRASE, VECTOR_PASSPHRASE)] = v1_vectors()
 
 TIMEOUT = 10.0  # seconds: the bound on every wait; nothing sleeps a fixed time
 

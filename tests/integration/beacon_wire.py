@@ -1,10 +1,11 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""A beacon sender in pure Python, written from /work/shared/design/wire-format.md.
+"""A beacon sender in pure Python, written from docs/wire-format.md.
 
 It shares no code with the C library on purpose: a datagram that the module
 accepts from this sender proves the two implementations agree on the wire
 format, not merely that one implementation agrees with itself. The test
-vectors in test_wire_vectors.py prove this sender first.
+vectors of tests/vectors/ (read_vectors() below), which
+test_wire_vectors.py runs, prove this sender first.
 
 sign() does no validation, so tests can build malformed frames (duplicate
 keys, bad ts, oversize) that are still correctly signed.
@@ -13,9 +14,11 @@ keys, bad ts, oversize) that are still correctly signed.
 import hashlib
 import ipaddress
 import os
+import re
 import socket
 import struct
 import time
+from pathlib import Path
 
 MASK64 = 0xFFFFFFFFFFFFFFFF
 
@@ -64,18 +67,31 @@ def tag_hex(key: bytes, msg: bytes) -> str:
     return siphash24(key, msg).to_bytes(8, "little").hex()
 
 
-def parse_key(secret: str) -> bytes:
-    """ProxyBeaconSecret -> 16-byte key: `hex:`+32 hex digits, or a passphrase
-    of at least 16 bytes whose SHA-1 gives the key (its first 16 bytes)."""
-    if secret.startswith("hex:"):
-        digits = secret[4:]
-        if len(digits) != 32 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+def parse_key(secret) -> bytes:
+    """ProxyBeaconSecret (str, or the bytes a file held) -> 16-byte key:
+    `hex:`+32 hex digits, or a passphrase of at least 16 bytes whose SHA-1
+    gives the key (its first 16 bytes)."""
+    raw = secret if isinstance(secret, bytes) else secret.encode()
+    if raw.startswith(b"hex:"):
+        digits = raw[4:]
+        if len(digits) != 32 or any(c not in b"0123456789abcdefABCDEF" for c in digits):
             raise ValueError("hex: key needs exactly 32 hex digits")
-        return bytes.fromhex(digits)
-    raw = secret.encode()
+        return bytes.fromhex(digits.decode("ascii"))
     if len(raw) < 16:
         raise ValueError("passphrase must be at least 16 bytes")
     return hashlib.sha1(raw).digest()[:16]
+
+
+def parse_secret_file(content: bytes) -> bytes:
+    """The key of a secret file's content, by the secret-file rule: the
+    first line (to the first LF or the end), one CR before its end dropped,
+    at most 4096 bytes, no NUL and no other CR; then as parse_key()."""
+    line = content.split(b"\n", 1)[0]
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    if len(line) > 4096 or b"\0" in line or b"\r" in line:
+        raise ValueError("the secret file's first line breaks the rule")
+    return parse_key(line)
 
 
 def _as_key(key) -> bytes:
@@ -125,3 +141,60 @@ def send(datagram: bytes, addr) -> None:
     family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
     with socket.socket(family, socket.SOCK_DGRAM) as s:
         s.sendto(datagram, (host, port))
+
+
+# ---------------------------------------------------------------------------
+# The data files of tests/vectors/ (format: tests/vectors/README.md)
+
+VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors"
+
+_ESCAPE = re.compile(r"\\(?:x([0-9A-Fa-f]{2})|(.))", re.S)
+_SIMPLE = {"\\": b"\\", "t": b"\t", "n": b"\n", "r": b"\r", "0": b"\0"}
+
+
+def _unescape(field: str, where: str) -> bytes:
+    out, pos = bytearray(), 0
+    for m in list(_ESCAPE.finditer(field)) + [None]:
+        literal = field[pos:m.start() if m else len(field)]
+        if "\\" in literal:  # only a backslash at the very end is unmatched
+            raise ValueError(f"{where}: a backslash ends the field")
+        out += literal.encode("ascii")
+        if m is None:
+            break
+        if m.group(1):
+            out.append(int(m.group(1), 16))
+        elif m.group(2) in _SIMPLE:
+            out += _SIMPLE[m.group(2)]
+        else:
+            raise ValueError(f"{where}: bad escape {m.group(0)!r}")
+        pos = m.end()
+    return bytes(out)
+
+
+def read_vectors(name: str, columns, directory: Path = VECTORS) -> list:
+    """The rows of directory/name as dicts {column: bytes}, plus "line",
+    after checking the header is exactly columns. Raises ValueError on
+    anything the format does not allow, as the C reader does."""
+    path = Path(directory) / name
+    rows, header = [], None
+    for number, line in enumerate(path.read_bytes().split(b"\n"), 1):
+        where = f"{path}:{number}"
+        if any((c < 0x20 and c != 9) or c > 0x7E for c in line):
+            raise ValueError(f"{where}: a raw control or non-ASCII byte")
+        text = line.decode("ascii")
+        if not text or text.startswith("#"):
+            continue
+        fields = text.split("\t")
+        if header is None:
+            if fields != list(columns):
+                raise ValueError(f"{where}: header {fields}, expected {list(columns)}")
+            header = fields
+            continue
+        if len(fields) != len(header):
+            raise ValueError(f"{where}: {len(fields)} fields, the header has {len(header)}")
+        row = {col: _unescape(f, where) for col, f in zip(header, fields)}
+        row["line"] = number
+        rows.append(row)
+    if header is None:
+        raise ValueError(f"{path}: no header line")
+    return rows

@@ -13,8 +13,13 @@
 (c) Tags: every BCN tag is used at exactly one call site, every log call
     at DEBUG or above carries one, and the docs cite no tag that does not
     exist.
-(d) The README's wire-format test vectors equal the design's
-    (../shared/design/wire-format.md from the repository root).
+(d) The wire format: docs/wire-format.md, the contract, shows exactly
+    the announcement vectors of tests/vectors/ (each under its secret, in
+    the same order), the passphrase's key and the first SipHash vector as
+    the data files hold them, and names every drop reason of
+    lib/beacon_wire.c; README.md's "Wire format" section links it and
+    shows no vector the data files lack. Nothing reads outside the
+    repository: the spec a clone cannot see is no spec.
 
 Every check is a function that returns a list of problems, and each is
 also run on a mutated copy of the real text (a README without one row, a
@@ -29,12 +34,15 @@ from pathlib import Path
 
 import pytest
 
+import beacon_wire as bw
+
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 DOC_XML = REPO / "docs" / "mod_proxy_beacon.xml"
-MODULE_C = REPO / "src" / "mod_proxy_beacon.c"
+MODULE_C = REPO / "src" / "mod_proxy_beacon_config.c"
 WIRE_C = REPO / "lib" / "beacon_wire.c"
-DESIGN_WIRE = REPO / ".." / "shared" / "design" / "wire-format.md"
+WIRE_DOC = REPO / "docs" / "wire-format.md"
+VECTORS = REPO / "tests" / "vectors"
 
 
 def read(path):
@@ -548,22 +556,125 @@ def wire_vectors(text):
             for m in _VECTOR_ITEM.finditer(vector_part(text))]
 
 
-def check_vectors(readme, design):
-    ours, theirs = wire_vectors(readme), wire_vectors(design)
-    if not theirs:
-        return ["the design's wire-format.md has no test vectors (its format changed?)"]
-    if not ours:
-        return ["README.md has no 'Test vectors' part"]
-    problems = []
-    for item in theirs:
-        if item not in ours:
-            problems.append(f"README.md lacks the design's {item[0]} {item[1]}")
-    for item in ours:
-        if item not in theirs:
-            problems.append(f"README.md has {item[0]} {item[1]}, which the design does not")
-    if not problems and ours != theirs:
-        problems.append(f"README.md's vectors are in another order: {ours} vs {theirs}")
+Shown = namedtuple("Shown", "datagrams passphrase_keys sip_keys tags")
+
+
+def shown_vectors(text):
+    """What the test-vector part of a text shows: its datagrams as
+    [(secret, datagram)], each under the last key or passphrase named
+    before it; {passphrase: key} for a key in backquotes right after a
+    passphrase; the other 32-hex-digit keys (SipHash's); and the 16-hex-digit
+    tags in backquotes."""
+    shown = Shown([], {}, [], [])
+    secret, previous = None, None
+    for kind, value in wire_vectors(text):
+        if kind in ("key", "passphrase"):
+            secret = value
+        elif kind == "datagram":
+            shown.datagrams.append((secret, value))
+        elif kind == "keybytes" and previous == "passphrase":
+            shown.passphrase_keys[secret] = value
+        elif kind == "keybytes":
+            shown.sip_keys.append(value)
+        else:
+            shown.tags.append(value)
+        previous = kind
+    return shown
+
+
+def data_vectors(directory=VECTORS):
+    """The same, from the data files: every announcement vector, the keys of
+    the passphrases they use, and the SipHash vectors [(key, tag)]."""
+    announcements = [(r["secret"].decode(), r["datagram"].decode()) for r in
+                     bw.read_vectors("announcements.txt", ["version", "secret", "datagram"],
+                                     directory)]
+    keys = {r["secret"].decode(): r["key"].decode() for r in
+            bw.read_vectors("secrets.txt", ["secret", "key", "name"], directory)}
+    sip = [(r["key"].decode(), r["tag"].decode()) for r in
+           bw.read_vectors("siphash24.txt", ["key", "message", "tag"], directory)]
+    passphrases = {s for s, _ in announcements if not s.startswith("hex:")}
+    return Shown(announcements, {p: keys.get(p) for p in passphrases}, sip, None)
+
+
+def check_vectors(text, data, where, complete):
+    """Problems with the vectors text shows against the data files': all of
+    them in the same order (complete), or only some, but each exactly."""
+    shown, problems = shown_vectors(text), []
+    if complete and not shown.datagrams:
+        return [f"{where} has no 'Test vectors' part with datagrams"]
+    for secret, dg in shown.datagrams:
+        if (secret, dg) not in data.datagrams:
+            problems.append(f"{where} shows {dg} under {secret}, which "
+                            "tests/vectors/announcements.txt does not hold")
+    if complete:
+        for secret, dg in data.datagrams:
+            if (secret, dg) not in shown.datagrams:
+                problems.append(f"{where} lacks {dg} under {secret} "
+                                "(tests/vectors/announcements.txt)")
+        if not problems and shown.datagrams != data.datagrams:
+            problems.append(f"{where} shows the vectors in another order than "
+                            "tests/vectors/announcements.txt")
+    for phrase, key in shown.passphrase_keys.items():
+        if data.passphrase_keys.get(phrase) != key:
+            problems.append(f"{where}: passphrase {phrase} gives {key}, tests/vectors/"
+                            f"secrets.txt says {data.passphrase_keys.get(phrase)}")
+    if complete:
+        for phrase in sorted(set(data.passphrase_keys) - set(shown.passphrase_keys)):
+            problems.append(f"{where} does not show the key of passphrase {phrase}")
+    return problems + check_sip_vectors(shown, data, where, complete)
+
+
+def check_sip_vectors(shown, data, where, complete):
+    macs = {dg.rsplit(" mac=", 1)[-1] for _, dg in data.datagrams}
+    sip_keys, sip_tags = {k for k, _ in data.sip_keys}, {t for _, t in data.sip_keys}
+    problems = [f"{where} shows the SipHash key {k}, not the one of tests/vectors/siphash24.txt"
+                for k in shown.sip_keys if k not in sip_keys]
+    problems += [f"{where} shows the tag {t}, which no vector of tests/vectors has"
+                 for t in shown.tags if t not in sip_tags | macs]
+    first_key, first_tag = data.sip_keys[0] if data.sip_keys else (None, None)
+    if complete and (first_key not in shown.sip_keys or first_tag not in shown.tags):
+        problems.append(f"{where} does not show the first SipHash vector "
+                        f"(key {first_key}, tag {first_tag})")
     return problems
+
+
+def check_reasons_named(doc, wire_c):
+    """Every drop reason's log fragment, in backquotes, in the wire format."""
+    reasons = drop_reasons(wire_c)
+    if len(reasons) < 2:
+        return ["no reasons table found in lib/beacon_wire.c"]
+    return [f"drop reason {enum}: `{frag}` is not in docs/wire-format.md"
+            for enum, frag in sorted(reasons.items())
+            if frag != "ok" and f"`{frag}`" not in doc]
+
+
+def check_readme_links_the_spec(readme):
+    section = md_section(readme, "Wire format")
+    if not section.strip():
+        return ["README.md has no '## Wire format' section"]
+    if "docs/wire-format.md" not in section:
+        return ["README.md's Wire format section does not link docs/wire-format.md"]
+    return []
+
+
+# The wire format's old home, outside the repository.
+_OUTSIDE = re.compile(r"shared/design/wire-format\.md")
+
+
+def check_nothing_reads_outside(files):
+    """{name: text}: the ones that read or cite the wire format's old home."""
+    return [f"{name} cites {m.group(0)} outside the repository: the contract is "
+            "docs/wire-format.md"
+            for name, text in sorted(files.items()) for m in [_OUTSIDE.search(text)] if m]
+
+
+def repository_test_sources():
+    found = {}
+    for pattern in ("tests/**/*.py", "tests/**/*.c", "tests/**/*.h", "fuzz/*.c", "fuzz/Makefile",
+                    "fuzz/run", "CMakeLists.txt", "Makefile"):
+        for path in REPO.glob(pattern):
+            found[str(path.relative_to(REPO))] = read(path)
+    return found
 
 
 # ---------------------------------------------------------------------------
@@ -585,11 +696,26 @@ def test_every_tag_has_exactly_one_call_site():
     assert not problems, "\n".join(problems)
 
 
-def test_readme_vectors_equal_the_design():
-    if not DESIGN_WIRE.is_file():
-        pytest.skip(f"{DESIGN_WIRE} is absent: cannot compare the README's test "
-                    "vectors with the design")
-    problems = check_vectors(read(README), read(DESIGN_WIRE))
+def test_wire_format_doc_shows_the_vectors_of_tests_vectors():
+    problems = check_vectors(read(WIRE_DOC), data_vectors(), "docs/wire-format.md",
+                             complete=True)
+    assert not problems, "\n".join(problems)
+
+
+def test_readme_shows_no_vector_the_data_files_lack():
+    problems = check_vectors(md_section(read(README), "Wire format"), data_vectors(),
+                             "README.md", complete=False)
+    problems += check_readme_links_the_spec(read(README))
+    assert not problems, "\n".join(problems)
+
+
+def test_wire_format_doc_names_every_drop_reason():
+    problems = check_reasons_named(read(WIRE_DOC), read(WIRE_C))
+    assert not problems, "\n".join(problems)
+
+
+def test_nothing_reads_the_spec_from_outside_the_repository():
+    problems = check_nothing_reads_outside(repository_test_sources())
     assert not problems, "\n".join(problems)
 
 
@@ -729,19 +855,63 @@ def test_self_check_reused_and_missing_tags_are_found():
 
 
 def test_self_check_a_changed_vector_is_found():
-    readme = read(README)
-    design = readme if not DESIGN_WIRE.is_file() else read(DESIGN_WIRE)
-    assert wire_vectors(readme), "the README's vectors are found at all"
-    changed = readme.replace("mac=f73e29a869ca2b00", "mac=f73e29a869ca2b01")
-    assert changed != readme
-    problems = check_vectors(changed, design)
-    assert any("f73e29a869ca2b00" in p for p in problems), problems
-    assert any("f73e29a869ca2b01" in p for p in problems), problems
-    dropped = without_line(readme, "`310e0edd47db6f72`")
-    assert check_vectors(dropped, design), "a missing SipHash vector is found"
+    doc, data = read(WIRE_DOC), data_vectors()
+    assert len(shown_vectors(doc).datagrams) >= 6, "the doc's vectors are found at all"
+    changed = doc.replace("mac=f73e29a869ca2b00", "mac=f73e29a869ca2b01")
+    assert changed != doc
+    problems = check_vectors(changed, data, "doc", complete=True)
+    assert any("f73e29a869ca2b00" in p and "lacks" in p for p in problems), problems
+    assert any("f73e29a869ca2b01" in p and "does not hold" in p for p in problems), problems
+    i = doc.rindex("`310e0edd47db6f72`")  # the one in "Test vectors"
+    dropped = doc[:i] + "(left out)" + doc[i + len("`310e0edd47db6f72`"):]
+    assert any("first SipHash vector" in p
+               for p in check_vectors(dropped, data, "doc", complete=True))
 
 
-def test_self_check_vectors_are_skipped_without_the_design(monkeypatch, tmp_path):
-    monkeypatch.setitem(globals(), "DESIGN_WIRE", tmp_path / "wire-format.md")
-    with pytest.raises(pytest.skip.Exception, match="is absent"):
-        test_readme_vectors_equal_the_design()
+def test_self_check_a_vector_under_another_key_or_out_of_order_is_found():
+    doc, data = read(WIRE_DOC), data_vectors()
+    v1 = next(dg for _, dg in data.datagrams if "seq=17" in dg)
+    v2 = next(dg for _, dg in data.datagrams if "seq=18" in dg)
+    swapped = doc.replace(v1, "@@").replace(v2, v1).replace("@@", v2)
+    assert any("another order" in p
+               for p in check_vectors(swapped, data, "doc", complete=True))
+    wrong_key = doc.replace("(which gives the key `350dda9f6098771e041755b6923de06e`)",
+                            "(which gives the key `350dda9f6098771e041755b6923de06f`)")
+    assert wrong_key != doc
+    assert any("passphrase a-long-random-shared-cluster-secret gives" in p
+               for p in check_vectors(wrong_key, data, "doc", complete=True))
+
+
+def test_self_check_changed_data_files_are_found(tmp_path):
+    for f in VECTORS.glob("*.txt"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    path = tmp_path / "announcements.txt"
+    path.write_text(path.read_text().replace("mac=a343ce9488dc383e", "mac=a343ce9488dc383f"))
+    problems = check_vectors(read(WIRE_DOC), data_vectors(tmp_path), "doc", complete=True)
+    assert any("a343ce9488dc383e" in p for p in problems), problems
+
+
+def test_self_check_a_readme_vector_the_data_lacks_is_found():
+    readme = ("## Wire format\n\nSee docs/wire-format.md.\n\nTest vectors (key "
+              "`hex:00112233445566778899aabbccddeeff`):\n\n"
+              "    BEACON ts=1 mac=0123456789abcdef\n")
+    problems = check_vectors(md_section(readme, "Wire format"), data_vectors(),
+                             "README.md", complete=False)
+    assert any("BEACON ts=1 mac=0123456789abcdef" in p for p in problems), problems
+    assert not check_readme_links_the_spec(readme)
+    assert check_readme_links_the_spec("## Wire format\n\nNo link.\n")
+
+
+def test_self_check_a_missing_drop_reason_is_found():
+    doc = read(WIRE_DOC).replace("`replayed/reordered ts`", "replayed ts")
+    assert any("replayed/reordered ts" in p for p in check_reasons_named(doc, read(WIRE_C)))
+
+
+def test_self_check_a_path_outside_the_repository_is_found():
+    old_home = "shared/design/" + "wire-format.md"  # not this file's own text
+    problems = check_nothing_reads_outside({
+        "a.py": f'DESIGN = REPO / ".." / "{old_home}"',
+        "b.py": f"# written from ../{old_home}",
+        "c.c": f"/* /work/{old_home} */",
+        "d.py": "# docs/wire-format.md; shared secret"})
+    assert [p.split(" ")[0] for p in problems] == ["a.py", "b.py", "c.c"], problems

@@ -1,69 +1,171 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""The Python sender against the known answers of wire-format.md.
+"""The Python sender against the known answers of docs/wire-format.md.
 
-The integration tests trust beacon_wire to speak the protocol; these
-vectors are what earns that trust, independently of the C library.
+The integration tests trust beacon_wire to speak the protocol; the rows of
+tests/vectors/ are what earns that trust, independently of the C library,
+which the unit tests check against the same files. Here the data files are
+checked too: every row that claims a correct MAC has one by this second
+implementation, so a row cannot be right for C by accident.
 """
 
 import socket
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
 import beacon_wire as bw
 
+VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors"
+
+
+def rows(name, *columns):
+    return bw.read_vectors(name, columns, VECTORS)
+
+
+def split_mac(datagram):
+    """(signed part, mac hex) of a datagram with a mac= tail."""
+    body, _, mac = datagram.rpartition(b" mac=")
+    return body, mac.decode("ascii", "replace")
+
+
+def fields_of(datagram):
+    """The (key, value) pairs between BEACON and mac=, in order."""
+    body, _ = split_mac(datagram)
+    return [tuple(t.decode().split("=", 1)) for t in body.split(b" ")[1:]]
+
+
+# ---------------------------------------------------------------------------
+# SipHash-2-4
+
+def test_siphash_matches_all_64_paper_vectors():
+    sip = rows("siphash24.txt", "key", "message", "tag")
+    assert len(sip) == 64
+    for i, row in enumerate(sip):
+        message = bytes.fromhex(row["message"].decode())
+        assert message == bytes(range(i)), f"line {row['line']}: not vector {i}"
+        got = bw.tag_hex(bytes.fromhex(row["key"].decode()), message)
+        assert got == row["tag"].decode(), f"vector {i} (line {row['line']})"
+
+
+# ---------------------------------------------------------------------------
+# The announcement vectors
+
+ANNOUNCEMENTS = rows("announcements.txt", "version", "secret", "datagram")
+
+
+def test_announcement_vectors_cover_both_versions():
+    versions = Counter(r["version"] for r in ANNOUNCEMENTS)
+    assert set(versions) == {b"v1", b"v1.1"}
+    assert versions[b"v1"] >= 3 and versions[b"v1.1"] >= 3
+
+
+@pytest.mark.parametrize("row", ANNOUNCEMENTS, ids=lambda r: f"line{r['line']}")
+def test_sign_reproduces_each_announcement_vector(row):
+    # A str: bw.sign() takes bytes for a key that is already 16 bytes.
+    secret = row["secret"].decode()
+    assert bw.sign(fields_of(row["datagram"]), secret) == row["datagram"]
+
+
+@pytest.mark.parametrize("row", ANNOUNCEMENTS, ids=lambda r: f"line{r['line']}")
+def test_announce_writes_each_vector_in_wire_order(row):
+    """url, host, pid, seq, ts, state, then the rest (v1.1's reserved
+    fields) in the order given: the order every vector is written in."""
+    known = ("url", "host", "pid", "seq", "ts", "state")
+    fields = dict(fields_of(row["datagram"]))
+    extra = [(k, v) for k, v in fields_of(row["datagram"]) if k not in known]
+    got = bw.announce(row["secret"].decode(), url=fields.get("url"), host=fields.get("host"),
+                      pid=fields.get("pid"), seq=fields.get("seq"),
+                      ts=fields["ts"], state=fields.get("state"), extra=extra)
+    assert got == row["datagram"]
+
+
+def test_passphrase_of_the_vectors_gives_its_key():
+    secrets = {r["secret"]: r["key"] for r in rows("secrets.txt", "secret", "key", "name")}
+    passphrases = [r["secret"] for r in ANNOUNCEMENTS if not r["secret"].startswith(b"hex:")]
+    assert passphrases, "announcements.txt has a passphrase vector"
+    for p in passphrases:
+        assert bw.parse_key(p).hex().encode() == secrets[p]
+
+
+# ---------------------------------------------------------------------------
+# Secrets and secret files
+
+def check_key_rows(name, column, parse):
+    """Each row's column through parse: its key, or ValueError where the
+    key column says "refused". Returns (rows, refused rows)."""
+    table = rows(name, column, "key", "name")
+    refused = 0
+    for row in table:
+        what = f"{name}:{row['line']}: {row['name'].decode()}"
+        if row["key"] == b"refused":
+            refused += 1
+            with pytest.raises(ValueError):
+                parse(row[column])
+                pytest.fail(f"{what}: accepted")
+        else:
+            assert parse(row[column]).hex().encode() == row["key"], what
+    return len(table), refused
+
+
+def test_each_secret_gives_its_key_or_is_refused():
+    total, refused = check_key_rows("secrets.txt", "secret", bw.parse_key)
+    assert refused >= 10 and total - refused >= 10
+
+
+def test_each_secret_file_gives_its_key_or_is_refused():
+    total, refused = check_key_rows("secret-files.txt", "file", bw.parse_secret_file)
+    assert refused >= 5 and total - refused >= 5
+
+
+# ---------------------------------------------------------------------------
+# The receiver's drop table: its macs are what they claim to be
+
+SIGNED_REASONS = {b"ok", b"duplicate field", b"bad ts", b"stale ts", b"unacceptable url"}
+DROPS = rows("drops.txt", "reason", "datagram", "name")
 HEX_KEY = "hex:00112233445566778899aabbccddeeff"
-PASSPHRASE = "a-long-random-shared-cluster-secret"
-ANNOUNCE_17 = [("url", "http://10.0.0.5:8080"), ("host", "web-1"),
-               ("pid", 4242), ("seq", 17), ("ts", 1796000000000000)]
 
 
-def test_siphash_paper_vector_for_the_empty_message():
-    key = bytes(range(16))
-    assert bw.tag_hex(key, b"") == "310e0edd47db6f72"
+def test_the_drop_table_has_a_row_for_each_reason():
+    reasons = Counter(r["reason"] for r in DROPS)
+    assert len(DROPS) >= 60
+    for reason in SIGNED_REASONS | {b"embedded NUL", b"bad frame", b"mac mismatch"}:
+        assert reasons[reason] > 0, reason
 
 
-def test_siphash_paper_vector_for_fifteen_bytes_crosses_a_block():
-    # Vector 15 of the paper's 64 (message 00..0e): one full block + 7-byte tail.
-    key = bytes(range(16))
-    assert bw.tag_hex(key, bytes(range(15))) == "e545be4961ca29a1"
+@pytest.mark.parametrize("row", [r for r in DROPS if r["reason"] in SIGNED_REASONS],
+                         ids=lambda r: r["name"].decode())
+def test_rows_past_the_mac_check_are_correctly_signed(row):
+    body, mac = split_mac(row["datagram"])
+    assert bw.tag_hex(bw.parse_key(HEX_KEY), body) == mac.lower()
 
 
-def test_announcement_vector_with_hex_key():
-    want = (b"BEACON url=http://10.0.0.5:8080 host=web-1 pid=4242 seq=17 "
-            b"ts=1796000000000000 mac=f73e29a869ca2b00")
-    assert bw.sign(ANNOUNCE_17, HEX_KEY) == want
+@pytest.mark.parametrize("row", [r for r in DROPS if r["reason"] == b"mac mismatch"],
+                         ids=lambda r: r["name"].decode())
+def test_mac_mismatch_rows_are_not(row):
+    body, mac = split_mac(row["datagram"])
+    assert bw.tag_hex(bw.parse_key(HEX_KEY), body) != mac.lower()
 
 
-def test_heartbeat_vector_without_url():
-    fields = [("host", "web-1"), ("pid", 4242), ("seq", 18), ("ts", 1796000000000001)]
-    want = (b"BEACON host=web-1 pid=4242 seq=18 ts=1796000000000001 "
-            b"mac=2cdf1be0166382fa")
-    assert bw.sign(fields, HEX_KEY) == want
+# ---------------------------------------------------------------------------
+# The reader is strict, like the C one
 
-
-def test_passphrase_key_derivation_and_vector():
-    assert bw.parse_key(PASSPHRASE).hex() == "350dda9f6098771e041755b6923de06e"
-    want = (b"BEACON url=http://10.0.0.5:8080 host=web-1 pid=4242 seq=17 "
-            b"ts=1796000000000000 mac=f3bcb2028034a744")
-    assert bw.sign(ANNOUNCE_17, PASSPHRASE) == want
-
-
-def test_announce_writes_fields_in_wire_order():
-    got = bw.announce(HEX_KEY, url="http://10.0.0.5:8080", host="web-1",
-                      pid=4242, seq=17, ts=1796000000000000)
-    assert got == bw.sign(ANNOUNCE_17, HEX_KEY)
-
-
-@pytest.mark.parametrize("secret", [
-    "hex:00112233445566778899aabbccddeef",     # 31 digits
-    "hex:00112233445566778899aabbccddeeffz",   # 33 characters
-    "hex:00112233445566778899aabbccddeefg",    # non-hex digit
-    "fifteen-bytes!!",                         # passphrase one byte short
+@pytest.mark.parametrize("text, problem", [
+    ("a\tb\nx\\q\ty\n", "bad escape"),
+    ("a\tb\nx\ty\tz\n", "3 fields"),
+    ("a\tc\nx\ty\n", "header"),
+    ("a\tb\nx\\\ty\n", "backslash ends"),
+    ("a\tb\r\nx\ty\r\n", "raw control"),
+    ("# only a comment\n", "no header"),
 ])
-def test_bad_secrets_are_refused(secret):
-    with pytest.raises(ValueError):
-        bw.parse_key(secret)
+def test_a_damaged_vector_file_is_refused(tmp_path, text, problem):
+    (tmp_path / "v.txt").write_bytes(text.encode())
+    with pytest.raises(ValueError, match=problem):
+        bw.read_vectors("v.txt", ["a", "b"], tmp_path)
 
+
+# ---------------------------------------------------------------------------
+# Sending
 
 def test_send_delivers_the_datagram_to_a_loopback_socket():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rx:

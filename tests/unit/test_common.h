@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "beacon.h"
+#include "vectors.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -103,6 +104,63 @@ static inline beacon_key_t spec_hex_key(void)
 {
     beacon_key_t k;
     hex_to_bytes("00112233445566778899aabbccddeeff", k.bytes, sizeof k.bytes);
+    return k;
+}
+
+/*
+ * The rows of tests/vectors/<name>, whose header must be cols. ctest sets
+ * BEACON_VECTORS to that directory. Fails the test, never skips it, when
+ * the variable is unset, the file is missing or damaged, or it holds fewer
+ * than min_rows rows: a test that reads no vector proves nothing. Free
+ * with vec_free().
+ */
+static inline vec_table_t load_vectors(const char *name,
+                                       const char *const *cols,
+                                       size_t min_rows)
+{
+    const char *dir = getenv("BEACON_VECTORS");
+    char err[512];
+    vec_table_t t;
+
+    if (dir == NULL || dir[0] == '\0') {
+        fail_msg("BEACON_VECTORS is not set: run the test with ctest, or "
+                 "export BEACON_VECTORS=/path/to/tests/vectors");
+    }
+    if (vec_load(&t, dir, name, cols, err, sizeof err) != 0) {
+        fail_msg("%s", err);
+    }
+    if (t.nrows < min_rows) {
+        fail_msg("%s: %zu rows, expected at least %zu", t.path, t.nrows,
+                 min_rows);
+    }
+    return t;
+}
+
+/* The reason whose log fragment is name; fails on a name no reason has. */
+static inline beacon_reason_t reason_named(const vec_field_t *name,
+                                           unsigned line)
+{
+    int i;
+
+    for (i = 0; i < BEACON_REASON_COUNT; i++) {
+        if (vec_is(name, beacon_reason_name((beacon_reason_t)i))) {
+            return (beacon_reason_t)i;
+        }
+    }
+    fail_msg("line %u: \"%s\" is no reason's name", line, name->text);
+    return BEACON_REASON_COUNT;
+}
+
+/* A secret column's key; fails when the library refuses the secret. */
+static inline beacon_key_t key_of_secret(const vec_field_t *secret,
+                                         unsigned line)
+{
+    beacon_key_t k;
+    const char *msg = beacon_key_parse(secret->text, &k);
+
+    if (msg != NULL) {
+        fail_msg("line %u: secret refused: %s", line, msg);
+    }
     return k;
 }
 

@@ -12,48 +12,30 @@
 #define TIMEOUT (10 * SEC)
 #define SKEW (30 * SEC)
 
-static const char *action_name(beacon_action_t a)
-{
-    switch (a) {
-    case BEACON_ACT_NONE: return "NONE";
-    case BEACON_ACT_ADD: return "ADD";
-    case BEACON_ACT_ENABLE: return "ENABLE";
-    case BEACON_ACT_DISABLE: return "DISABLE";
-    case BEACON_ACT_WAIT: return "WAIT";
-    case BEACON_ACT_NOT_MANAGED: return "NOT_MANAGED";
-    }
-    return "(out of range)";
-}
-
-static const char *state_name(beacon_state_t s)
-{
-    switch (s) {
-    case BEACON_REC_FREE: return "FREE";
-    case BEACON_REC_NEW: return "NEW";
-    case BEACON_REC_PENDING: return "PENDING";
-    case BEACON_REC_ACTIVE: return "ACTIVE";
-    case BEACON_REC_EVICTED: return "EVICTED";
-    case BEACON_REC_NOT_MANAGED: return "NOT_MANAGED";
-    }
-    return "(out of range)";
-}
-
+/*
+ * Compare enums by value, and print the library's names on a mismatch
+ * (their own correctness is tested below, in names_*).
+ */
 #define assert_action_equal(got, want, what)                                  \
     do {                                                                      \
         beacon_action_t got_a_ = (got), want_a_ = (want);                     \
         if (got_a_ != want_a_) {                                              \
-            print_error("case: %s\n", (what));                                \
+            print_error("case: %s: action %s, want %s\n", (what),             \
+                        beacon_action_name(got_a_),                           \
+                        beacon_action_name(want_a_));                         \
         }                                                                     \
-        assert_string_equal(action_name(got_a_), action_name(want_a_));       \
+        assert_int_equal(got_a_, want_a_);                                    \
     } while (0)
 
 #define assert_state_equal(got, want, what)                                   \
     do {                                                                      \
         beacon_state_t got_s_ = (got), want_s_ = (want);                      \
         if (got_s_ != want_s_) {                                              \
-            print_error("case: %s\n", (what));                                \
+            print_error("case: %s: state %s, want %s\n", (what),              \
+                        beacon_state_name(got_s_),                            \
+                        beacon_state_name(want_s_));                          \
         }                                                                     \
-        assert_string_equal(state_name(got_s_), state_name(want_s_));         \
+        assert_int_equal(got_s_, want_s_);                                    \
     } while (0)
 
 /*
@@ -207,7 +189,7 @@ static void a_replayed_announcement_does_not_renew_the_lease(void **state)
 /* ------------------------------------------------------------------ */
 /* Add, back-off                                                       */
 
-static void first_announcement_adds_and_later_ones_do_nothing(void **state)
+static void first_announcement_adds_and_later_ones_renew(void **state)
 {
     beacon_table_t *t = new_table(TIMEOUT, SKEW);
     beacon_record_t *rec;
@@ -223,7 +205,7 @@ static void first_announcement_adds_and_later_ones_do_nothing(void **state)
     beacon_table_added(rec);
     assert_state_equal(rec->state, BEACON_REC_ACTIVE, "added");
     assert_true(announce(t, "http://a", 2, 0, N + SEC, BEACON_OK,
-                         BEACON_ACT_NONE, "second") == rec);
+                         BEACON_ACT_RENEW, "second") == rec);
     assert_state_equal(rec->state, BEACON_REC_ACTIVE, "second");
     assert_true(rec->last_seen == N + SEC);
     assert_true(rec->high_ts == 2);
@@ -270,7 +252,7 @@ static void failed_adds_back_off_doubling_up_to_the_cap(void **state)
 
     beacon_table_added(rec);
     assert_state_equal(rec->state, BEACON_REC_ACTIVE, "added at last");
-    announce(t, "http://a", ts++, 0, now + SEC, BEACON_OK, BEACON_ACT_NONE,
+    announce(t, "http://a", ts++, 0, now + SEC, BEACON_OK, BEACON_ACT_RENEW,
              "after the add");
 }
 
@@ -309,7 +291,7 @@ static void the_table_holds_256_urls_and_a_release_makes_room(void **state)
     assert_null(beacon_table_find(t, url));
     assert_int_equal(t->count, BEACON_TABLE_CAPACITY);
     announce(t, "http://m3.example.com:8080", 2, 0, N, BEACON_OK,
-             BEACON_ACT_NONE, "a known url while full");
+             BEACON_ACT_RENEW, "a known url while full");
 
     /* One member leaves and is released: its slot takes the 257th. */
     member_url(url, sizeof url, 100);
@@ -418,7 +400,7 @@ static void a_copied_table_works_on_its_own(void **state)
     assert_non_null(rec);
     assert_true(rec >= &copy->rec[0] && rec < &copy->rec[BEACON_TABLE_CAPACITY]);
     announce(copy, url, 1, 0, N, BEACON_DROP_REPLAYED_TS, 0, "replay in copy");
-    announce(copy, url, 2, 0, N, BEACON_OK, BEACON_ACT_NONE, "in copy");
+    announce(copy, url, 2, 0, N, BEACON_OK, BEACON_ACT_RENEW, "in copy");
     member_url(url, sizeof url, 40);
     announce(copy, url, 1, 0, N, BEACON_OK, BEACON_ACT_ADD, "new in copy");
     assert_int_equal(copy->count, 41);
@@ -513,7 +495,7 @@ static void an_evicted_member_that_announces_again_is_enabled(void **state)
              "back after eviction");
     assert_state_equal(rec->state, BEACON_REC_ACTIVE, "enabled");
     assert_true(rec->last_seen == later);
-    announce(t, "http://a", 102, 0, later, BEACON_OK, BEACON_ACT_NONE,
+    announce(t, "http://a", 102, 0, later, BEACON_OK, BEACON_ACT_RENEW,
              "enabled once");
     /* The new lease runs from the re-announcement. */
     cursor = 0;
@@ -635,6 +617,11 @@ static void active_members_are_never_released(void **state)
     assert_non_null(beacon_table_find(forever, "http://a"));
 }
 
+/*
+ * A url the caller declined (someone else's member) is accepted, not
+ * dropped: its announcements advance the mark and last_seen (which times
+ * its release) and say BEACON_ACT_NOT_MANAGED, leaving or not.
+ */
 static void a_url_not_managed_by_beacon_is_left_alone(void **state)
 {
     beacon_table_t *t = new_table(TIMEOUT, SKEW);
@@ -645,12 +632,100 @@ static void a_url_not_managed_by_beacon_is_left_alone(void **state)
     (void)state;
     beacon_table_not_managed(rec);
     assert_state_equal(rec->state, BEACON_REC_NOT_MANAGED, "not managed");
-    announce(t, "http://a", 2, 0, N + SEC, BEACON_DROP_NOT_MANAGED, 0,
+    announce(t, "http://a", 2, 0, N + SEC, BEACON_OK, BEACON_ACT_NOT_MANAGED,
              "announced again");
-    announce(t, "http://a", 3, 1, N + SEC, BEACON_DROP_NOT_MANAGED, 0,
-             "announced leaving");
+    assert_true(rec->high_ts == 2 && rec->last_seen == N + SEC);
+    announce(t, "http://a", 3, 1, N + 2 * SEC, BEACON_OK,
+             BEACON_ACT_NOT_MANAGED, "announced leaving");
+    assert_true(rec->high_ts == 3 && rec->last_seen == N + 2 * SEC);
+    announce(t, "http://a", 3, 0, N + 3 * SEC, BEACON_DROP_REPLAYED_TS, 0,
+             "a replay of someone else's url is still a replay");
     assert_state_equal(rec->state, BEACON_REC_NOT_MANAGED, "still");
     assert_null(beacon_table_next_lapsed(t, N + 100 * TIMEOUT, &cursor));
+}
+
+typedef struct {
+    const char *name;
+    beacon_state_t state;   /* the record's before the announcement */
+    int leaving;
+    beacon_action_t action;
+    beacon_state_t after;
+} transition_row_t;
+
+/* Every state, announcing or leaving: the action and the state after. */
+static void each_state_answers_an_announcement_with_one_action(void **state)
+{
+    static const transition_row_t rows[] = {
+        {"a new url is added", BEACON_REC_NEW, 0, BEACON_ACT_ADD,
+         BEACON_REC_NEW},
+        {"leaving from a url never added changes nothing", BEACON_REC_NEW, 1,
+         BEACON_ACT_NONE, BEACON_REC_NEW},
+        {"a pending add waits out its back-off", BEACON_REC_PENDING, 0,
+         BEACON_ACT_WAIT, BEACON_REC_PENDING},
+        {"leaving from a pending add changes nothing", BEACON_REC_PENDING, 1,
+         BEACON_ACT_NONE, BEACON_REC_PENDING},
+        {"a member in rotation renews its lease", BEACON_REC_ACTIVE, 0,
+         BEACON_ACT_RENEW, BEACON_REC_ACTIVE},
+        {"a member in rotation that leaves is disabled", BEACON_REC_ACTIVE, 1,
+         BEACON_ACT_DISABLE, BEACON_REC_EVICTED},
+        {"an evicted member that announces is enabled", BEACON_REC_EVICTED, 0,
+         BEACON_ACT_ENABLE, BEACON_REC_ACTIVE},
+        {"an evicted member that leaves again changes nothing",
+         BEACON_REC_EVICTED, 1, BEACON_ACT_NONE, BEACON_REC_EVICTED},
+        {"someone else's url is not managed", BEACON_REC_NOT_MANAGED, 0,
+         BEACON_ACT_NOT_MANAGED, BEACON_REC_NOT_MANAGED},
+        {"someone else's url leaving is not managed either",
+         BEACON_REC_NOT_MANAGED, 1, BEACON_ACT_NOT_MANAGED,
+         BEACON_REC_NOT_MANAGED},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(rows); i++) {
+        const transition_row_t *r = &rows[i];
+        beacon_table_t *t = new_table(TIMEOUT, SKEW);
+        beacon_record_t *rec = announce(t, "http://a", 1, 0, N, BEACON_OK,
+                                        BEACON_ACT_ADD, r->name);
+
+        /* PENDING with retry_at in the future: the back-off is running. */
+        if (r->state == BEACON_REC_PENDING) {
+            beacon_table_add_failed(rec, N);
+        }
+        rec->state = r->state;
+        announce(t, "http://a", 2, r->leaving, N, BEACON_OK, r->action,
+                 r->name);
+        assert_state_equal(rec->state, r->after, r->name);
+        free_tables(NULL);
+    }
+}
+
+/* The names beaconctl listen and the status views print. */
+static void names_of_states_and_actions_are_distinct_words(void **state)
+{
+    static const char *const states[] = {"free", "new", "pending add",
+                                         "active", "evicted", "not managed"};
+    static const char *const actions[] = {"ignore", "renew", "add", "enable",
+                                          "disable", "wait", "not-managed"};
+    size_t i, j;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(states); i++) {
+        assert_string_equal(beacon_state_name((beacon_state_t)i), states[i]);
+        for (j = 0; j < i; j++) {
+            assert_string_not_equal(states[i], states[j]);
+        }
+    }
+    assert_int_equal(BEACON_REC_NOT_MANAGED + 1, ARRAY_LEN(states));
+    for (i = 0; i < ARRAY_LEN(actions); i++) {
+        assert_string_equal(beacon_action_name((beacon_action_t)i), actions[i]);
+        for (j = 0; j < i; j++) {
+            assert_string_not_equal(actions[i], actions[j]);
+        }
+    }
+    assert_int_equal(BEACON_ACT_NOT_MANAGED + 1, ARRAY_LEN(actions));
+    /* Out of range: a name, never NULL. */
+    assert_string_equal(beacon_state_name((beacon_state_t)99), "free");
+    assert_string_equal(beacon_action_name((beacon_action_t)99), "ignore");
 }
 
 /* ------------------------------------------------------------------ */
@@ -684,7 +759,7 @@ static void an_adopted_member_takes_any_ts_and_is_not_added_again(void **state)
     (void)state;
     assert_reason_equal(beacon_table_adopt(t, "http://a", 0, N), BEACON_OK,
                         "adopt");
-    announce(t, "http://a", 1, 0, N, BEACON_OK, BEACON_ACT_NONE,
+    announce(t, "http://a", 1, 0, N, BEACON_OK, BEACON_ACT_RENEW,
              "first announcement after adoption");
 }
 
@@ -876,13 +951,35 @@ static size_t sign(char *out, size_t size, const beacon_key_t *k,
     return len;
 }
 
+/*
+ * The first v1 vector of tests/vectors/announcements.txt under the hex key
+ * with a url (with_url) or without one (the heartbeat), copied into out.
+ */
+static void spec_vector(int with_url, char *out, size_t size)
+{
+    static const char *const cols[] = {"version", "secret", "datagram", NULL};
+    vec_table_t t = load_vectors("announcements.txt", cols, 2);
+    size_t i;
+
+    for (i = 0; i < t.nrows; i++) {
+        const vec_field_t *dg = &t.rows[i].col[2];
+
+        if (vec_is(&t.rows[i].col[0], "v1") &&
+            strncmp(t.rows[i].col[1].text, "hex:", 4) == 0 &&
+            (strstr(dg->text, " url=") != NULL) == with_url) {
+            assert_true(dg->len < size);
+            memcpy(out, dg->text, dg->len + 1);
+            vec_free(&t);
+            return;
+        }
+    }
+    fail_msg("announcements.txt: no v1 vector %s a url",
+             with_url ? "with" : "without");
+}
+
 static void receive_runs_every_step(void **state)
 {
-    static const char v1[] =
-        "BEACON url=http://10.0.0.5:8080 host=web-1 pid=4242 seq=17 "
-        "ts=1796000000000000 mac=f73e29a869ca2b00";
-    static const char v2[] = "BEACON host=web-1 pid=4242 seq=18 "
-                             "ts=1796000000000001 mac=2cdf1be0166382fa";
+    char v1[BEACON_MAX_DATAGRAM + 1], v2[BEACON_MAX_DATAGRAM + 1];
     /* A max_skew of its own, so receive must take the table's. */
     const apr_interval_time_t skew = 7 * SEC;
     beacon_table_t *t = new_table(TIMEOUT, skew);
@@ -893,6 +990,8 @@ static void receive_runs_every_step(void **state)
     size_t len;
 
     (void)state;
+    spec_vector(1, v1, sizeof v1);
+    spec_vector(0, v2, sizeof v2);
     /* The url vector: a new member, by its canonical url. */
     memset(&ev, 0xa5, sizeof ev);
     assert_reason_equal(beacon_receive(t, &k, v1, strlen(v1), N, &ev),
@@ -928,7 +1027,7 @@ static void receive_runs_every_step(void **state)
                         BEACON_OK, "same origin, other spelling");
     assert_true(ev.rec == rec);
     assert_string_equal(ev.url, "http://10.0.0.5:8080");
-    assert_action_equal(ev.action, BEACON_ACT_NONE, "known member");
+    assert_action_equal(ev.action, BEACON_ACT_RENEW, "known member");
     assert_int_equal(t->count, 1);
 
     /* Unacceptable urls: nothing enters the table. */
@@ -975,7 +1074,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(replay_counter_script, free_tables),
         cmocka_unit_test_teardown(a_replayed_announcement_does_not_renew_the_lease, free_tables),
-        cmocka_unit_test_teardown(first_announcement_adds_and_later_ones_do_nothing, free_tables),
+        cmocka_unit_test_teardown(first_announcement_adds_and_later_ones_renew, free_tables),
         cmocka_unit_test_teardown(failed_adds_back_off_doubling_up_to_the_cap, free_tables),
         cmocka_unit_test_teardown(the_table_holds_256_urls_and_a_release_makes_room, free_tables),
         cmocka_unit_test_teardown(release_keeps_the_rest_findable_and_slots_reusable, free_tables),
@@ -988,6 +1087,8 @@ int main(void)
         cmocka_unit_test_teardown(silent_records_are_released_after_twice_max_skew, free_tables),
         cmocka_unit_test_teardown(active_members_are_never_released, free_tables),
         cmocka_unit_test_teardown(a_url_not_managed_by_beacon_is_left_alone, free_tables),
+        cmocka_unit_test_teardown(each_state_answers_an_announcement_with_one_action, free_tables),
+        cmocka_unit_test_teardown(names_of_states_and_actions_are_distinct_words, free_tables),
         cmocka_unit_test_teardown(adopt_gives_a_fresh_lease_from_adoption, free_tables),
         cmocka_unit_test_teardown(an_adopted_member_takes_any_ts_and_is_not_added_again, free_tables),
         cmocka_unit_test_teardown(a_disabled_member_is_adopted_evicted_and_enabled_on_return, free_tables),
