@@ -108,12 +108,14 @@ const char *beacon_key_parse_file(const char *buf, apr_size_t len,
 
 /*
  * Reads path and applies the rule: the file's bytes never outlive the
- * call (wiped). *prot, when not NULL, gets the file's permission bits
- * (APR_FPROT_*), so that a caller can warn about a file others can read.
- * Returns NULL, or a message from p (an I/O error names the path).
+ * call (wiped). *info, when not NULL, gets what the file system says of
+ * the file's permissions and owner (APR_FINFO_PROT | APR_FINFO_OWNER;
+ * info->valid says which it could tell), so that a caller can warn about
+ * a file others can read. Returns NULL, or a message from p (an I/O error
+ * names the path).
  */
 const char *beacon_key_read_file(apr_pool_t *p, const char *path,
-                                 beacon_key_t *key, apr_fileperms_t *prot);
+                                 beacon_key_t *key, apr_finfo_t *info);
 
 /* Zeroes a key so that freed memory keeps no key material. */
 void beacon_key_wipe(beacon_key_t *key);

@@ -105,7 +105,7 @@ static const char *io_error(apr_pool_t *p, const char *path, apr_status_t rv)
 }
 
 const char *beacon_key_read_file(apr_pool_t *p, const char *path,
-                                 beacon_key_t *key, apr_fileperms_t *prot)
+                                 beacon_key_t *key, apr_finfo_t *info)
 {
     char buf[BEACON_SECRET_READ_MAX];
     apr_size_t len = 0;
@@ -119,16 +119,16 @@ const char *beacon_key_read_file(apr_pool_t *p, const char *path,
         return io_error(p, path, rv);
     }
     memset(&finfo, 0, sizeof(finfo));
-    /* the permission bits only serve a warning: 0 when unknown */
-    (void)apr_file_info_get(&finfo, APR_FINFO_PROT, f);
+    /* only for the caller's warnings: finfo.valid says what is known */
+    (void)apr_file_info_get(&finfo, APR_FINFO_PROT | APR_FINFO_OWNER, f);
     rv = apr_file_read_full(f, buf, sizeof(buf), &len);
     apr_file_close(f);
     if (rv != APR_SUCCESS && !APR_STATUS_IS_EOF(rv)) {
         beacon_wipe(buf, sizeof(buf));
         return io_error(p, path, rv);
     }
-    if (prot) {
-        *prot = finfo.protection;
+    if (info) {
+        *info = finfo;
     }
     err = beacon_key_parse_file(buf, len, key);
     beacon_wipe(buf, sizeof(buf));

@@ -162,21 +162,46 @@ static const char *set_interval(cmd_parms *cmd, void *dummy, const char *arg)
  * What counts as the secret in the file is libbeacon's rule, the one
  * beaconctl --secret-file follows.
  */
+/*
+ * Who besides root can learn the secret from its file: anyone when every
+ * user may read it, the file's group when the group may, and its owner
+ * when that is not root (the user httpd starts as). NULL when nobody.
+ */
+static const char *secret_file_exposure(apr_pool_t *p, const apr_finfo_t *info)
+{
+    const char *who = NULL;
+
+    if ((info->valid & APR_FINFO_PROT) && (info->protection & APR_FPROT_WREAD)) {
+        who = "every user";
+    }
+    else if ((info->valid & APR_FINFO_PROT) &&
+             (info->protection & APR_FPROT_GREAD)) {
+        who = apr_psprintf(p, "its group (gid %ld)", (long)info->group);
+    }
+    if ((info->valid & APR_FINFO_USER) && info->user != 0) {
+        who = apr_psprintf(p, "%s%sits owner (uid %ld)", who ? who : "",
+                           who ? " and " : "", (long)info->user);
+    }
+    return who;
+}
+
 static const char *read_secret_file(cmd_parms *cmd, const char *name,
                                     beacon_key_t *key)
 {
     const char *path = ap_server_root_relative(cmd->temp_pool, name);
-    apr_fileperms_t prot = 0;
-    const char *err;
+    const char *err, *who;
+    apr_finfo_t info;
 
     if (path == NULL || *name == '\0') {
         return "file: needs a path";
     }
-    err = beacon_key_read_file(cmd->temp_pool, path, key, &prot);
-    if (err == NULL && (prot & APR_FPROT_WREAD)) {
+    err = beacon_key_read_file(cmd->temp_pool, path, key, &info);
+    if (err == NULL &&
+        (who = secret_file_exposure(cmd->temp_pool, &info)) != NULL) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, cmd->server, BCNLOGNO(00081)
-                     "ProxyBeaconSecret: %s is readable by every user; make it "
-                     "readable by root only (chmod 600)", path);
+                     "ProxyBeaconSecret: %s is readable by %s; make it owned "
+                     "and readable by root only (chown root, chmod 600)",
+                     path, who);
     }
     return err;
 }

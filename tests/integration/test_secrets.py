@@ -43,14 +43,15 @@ def test_a_secret_file_readable_by_root_only_works(httpd_factory, backend_factor
     assert "readable by every user" not in h.error_log()
 
 
-def test_a_world_readable_secret_file_is_warned_about(httpd_factory, workdir):
+@pytest.mark.parametrize("mode,who", [(0o644, "every user"), (0o640, "its group")])
+def test_a_secret_file_others_can_read_is_warned_about(httpd_factory, workdir, mode, who):
     path = workdir / "beacon.secret"
     path.write_text("a-long-random-shared-cluster-secret")  # no newline: fine too
-    path.chmod(0o644)
+    path.chmod(mode)
     h = httpd_factory(tail_config=receiver_config(5555, secret=f"file:{path}"))
     rc, out = h.check_config()
     assert rc == 0, out
-    assert "BCN00081: ProxyBeaconSecret: %s is readable by every user" % path in out
+    assert "BCN00081: ProxyBeaconSecret: %s is readable by %s" % (path, who) in out
 
 
 @pytest.mark.parametrize("secret,message", [

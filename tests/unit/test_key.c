@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <apr_file_info.h>
 #include <apr_general.h>
@@ -440,10 +441,16 @@ static void read_file_returns_the_permission_bits(void **state)
     for (i = 0; i < ARRAY_LEN(rows); i++) {
         const char *path = write_file("perm", HEX_LINE "\n",
                                       strlen(HEX_LINE) + 1, rows[i].mode);
-        apr_fileperms_t prot = 0x7fff;
+        apr_finfo_t info;
+        apr_fileperms_t prot;
         beacon_key_t key;
 
-        assert_null(beacon_key_read_file(pool, path, &key, &prot));
+        memset(&info, 0xff, sizeof(info));
+        assert_null(beacon_key_read_file(pool, path, &key, &info));
+        assert_true((info.valid & APR_FINFO_PROT) == APR_FINFO_PROT);
+        assert_true((info.valid & APR_FINFO_OWNER) == APR_FINFO_OWNER);
+        assert_int_equal(info.user, getuid());
+        prot = info.protection;
         if (prot != rows[i].want) {
             print_error("mode %04o: prot 0x%04x, want 0x%04x\n",
                         (unsigned)rows[i].mode, (unsigned)prot,
