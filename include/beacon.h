@@ -36,6 +36,8 @@ extern "C" {
 #define BEACON_DECIMAL_MAX APR_INT64_C(999999999999999999) /* the largest */
 #define BEACON_TABLE_CAPACITY 256  /* announced urls tracked per receiver */
 #define BEACON_MAX_KEYS 4          /* secrets a receiver accepts at once */
+#define BEACON_MAX_FIELDS 32       /* key=value tokens before mac=; more: bad frame */
+#define BEACON_SERVICE_MAX 63      /* svc=: 1 to 63 of [A-Za-z0-9._-] */
 
 /* The defaults both ends assume: a sender's interval between
  * announcements, and how far a receiver lets a timestamp stray from its
@@ -137,7 +139,12 @@ typedef struct {
     apr_int64_t seq;   /* counter, or < 0 to omit */
     apr_int64_t ts;    /* microseconds since the epoch, >= 0 */
     const char *state; /* BEACON_STATE_LEAVING, or NULL to omit */
+    const char *svc;   /* the service it is meant for (v1.1), or NULL */
 } beacon_announcement_t;
+
+/* Whether name can be a service (svc=): 1 to BEACON_SERVICE_MAX bytes of
+ * [A-Za-z0-9._-]. */
+int beacon_service_is_valid(const char *name);
 
 /* Whether v can be a field's value: non-empty, printable ASCII, no space. */
 int beacon_value_is_valid(const char *v);
@@ -180,7 +187,9 @@ typedef enum {
     BEACON_DROP_MAC_MISMATCH,     /* "mac mismatch" */
     BEACON_DROP_DUPLICATE_FIELD,  /* "duplicate field" */
     BEACON_DROP_BAD_TS,           /* "bad ts" */
+    BEACON_DROP_BAD_FIELD,        /* "bad field" (v1.1 field, bad value) */
     BEACON_DROP_STALE_TS,         /* "stale ts" */
+    BEACON_DROP_WRONG_SERVICE,    /* "wrong service" */
     BEACON_DROP_UNACCEPTABLE_URL, /* "unacceptable url" */
     BEACON_DROP_REPLAYED_TS,      /* "replayed/reordered ts" */
     BEACON_DROP_TABLE_FULL,       /* "member table full" */
@@ -202,8 +211,9 @@ typedef struct {
 } beacon_span_t;
 
 typedef struct {
-    beacon_span_t url, host, pid, seq, state;
+    beacon_span_t url, host, pid, seq, state, svc;
     apr_int64_t ts;
+    beacon_span_t bad_field; /* BEACON_DROP_BAD_FIELD: the field's key */
 } beacon_datagram_t;
 
 /* Whether the datagram says state=leaving. */
@@ -215,11 +225,13 @@ int beacon_datagram_is_leaving(const beacon_datagram_t *dg);
 apr_int64_t beacon_span_number(const beacon_span_t *span);
 
 /*
- * Checks buf[0..len) in the wire format's order: size, NUL, frame, MAC
- * (constant time, before any field is interpreted), duplicate fields, ts
- * syntax, and freshness (|ts - now| <= max_skew, both in microseconds).
+ * Checks buf[0..len) in the wire format's order: size, NUL, frame (at
+ * most BEACON_MAX_FIELDS fields), MAC (constant time, before any field is
+ * interpreted), duplicate fields, ts syntax, the values of the version 1.1
+ * fields this version knows (svc; out->bad_field names the one that is
+ * bad), and freshness (|ts - now| <= max_skew, both in microseconds).
  * On BEACON_OK, out's spans point into buf (which need not be
- * NUL-terminated); on a drop, out is unspecified.
+ * NUL-terminated); on a drop, out is unspecified but for bad_field.
  */
 beacon_reason_t beacon_verify(const char *buf, apr_size_t len,
                               const beacon_key_t *key, apr_time_t now,
@@ -308,10 +320,20 @@ typedef struct {
     unsigned count;            /* records in use */
     apr_interval_time_t timeout;  /* lease; 0 = never evict */
     apr_interval_time_t max_skew; /* release after > 2 x max_skew of silence */
+    char service[BEACON_SERVICE_MAX + 1]; /* svc= required; "" = any or none */
 } beacon_table_t;
 
 void beacon_table_init(beacon_table_t *t, apr_interval_time_t timeout,
                        apr_interval_time_t max_skew);
+
+/*
+ * The service this receiver is (ProxyBeaconService): from now on a
+ * datagram must name it in svc=, or it is dropped as BEACON_DROP_WRONG_SERVICE
+ * before its url or timestamp touch the table. NULL or "" accepts any
+ * datagram, with or without svc=. service must be valid
+ * (beacon_service_is_valid).
+ */
+void beacon_table_set_service(beacon_table_t *t, const char *service);
 
 beacon_record_t *beacon_table_find(beacon_table_t *t, const char *url);
 
@@ -383,8 +405,9 @@ typedef struct {
 } beacon_event_t;
 
 /*
- * Steps 1 to 7 of the wire format for one datagram: beacon_verify, then
- * (when a url is present) beacon_url_canonicalize and beacon_table_accept.
+ * Steps 1 to 7 of the wire format for one datagram: beacon_verify, the
+ * table's service (BEACON_DROP_WRONG_SERVICE), then (when a url is present)
+ * beacon_url_canonicalize and beacon_table_accept.
  * A heartbeat (no url) gives BEACON_OK with ev->rec NULL and no action.
  */
 beacon_reason_t beacon_receive(beacon_table_t *t, const beacon_key_t *key,
