@@ -277,10 +277,32 @@ static void reserve_occupied_slots(proxy_balancer *b)
 }
 
 /* Undo of a partial add: no half-built worker in the local list or shm. */
-static void forget_worker(proxy_balancer *b, proxy_worker_shared *shm,
-                          int have_slot, unsigned idx)
+/* Takes w off this child's member list, wherever it stands. */
+static void unlist_worker(proxy_balancer *b, const proxy_worker *w)
 {
-    b->workers->nelts--;
+    proxy_worker **list = (proxy_worker **)b->workers->elts;
+    int i;
+
+    for (i = b->workers->nelts - 1; i >= 0; i--) {
+        if (list[i] == w) {
+            memmove(&list[i], &list[i + 1],
+                    sizeof(*list) * (apr_size_t)(b->workers->nelts - i - 1));
+            b->workers->nelts--;
+            return;
+        }
+    }
+}
+
+/*
+ * Undo of a partial add, as if the worker had never been defined: no
+ * half-built worker in this child's list (a request would use it) and no
+ * claimed slot in shm.
+ */
+static void forget_worker(proxy_balancer *b, const proxy_worker *w,
+                          proxy_worker_shared *shm, int have_slot,
+                          unsigned idx)
+{
+    unlist_worker(b, w);
     if (have_slot) {
         if (shm) {
             shm->hash.def = shm->hash.fnv = 0;
@@ -307,9 +329,14 @@ static int registry_has_room(const beacon_target *t)
  * Defines url in the balancer with a shared slot of its own, as
  * balancer-manager's add does; initializing it is the caller's business.
  * On failure nothing of it is left behind and NULL is returned.
+ *
+ * The worker comes from the proxy configuration's pool, as the workers
+ * balancer-manager adds and a sync adopts do: it must live as long as the
+ * child's configuration, since request threads keep using it after the
+ * watchdog thread that added it has ended (a graceful stop ends that
+ * thread first).
  */
 static proxy_worker *share_new_worker(beacon_target *t, const char *url,
-                                      apr_pool_t *worker_pool,
                                       beacon_add_result *result)
 {
     proxy_balancer *b = t->b;
@@ -325,16 +352,20 @@ static proxy_worker *share_new_worker(beacon_target *t, const char *url,
         return NULL;
     }
     reserve_occupied_slots(b);
-    err = ap_proxy_define_worker_ex(worker_pool, &w, b, t->conf, url,
+    err = ap_proxy_define_worker_ex(t->conf->pool, &w, b, t->conf, url,
                                     AP_PROXY_WORKER_IS_PREFIX);
     if (err != NULL) {
+        /* httpd lists the worker before it checks the url's parts */
+        if (w != NULL) {
+            forget_worker(b, w, NULL, 0, 0);
+        }
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00003)
                      "cannot define worker %s in %s: %s", url, b->s->name, err);
         return NULL;
     }
     PROXY_COPY_CONF_PARAMS(w, t->conf);
     if ((rv = b->storage->grab(b->wslot, &idx)) != APR_SUCCESS) {
-        forget_worker(b, NULL, 0, 0);
+        forget_worker(b, w, NULL, 0, 0);
         if (rv == APR_EINVAL) {
             *result = BEACON_ADD_NO_SLOT;
         }
@@ -344,7 +375,7 @@ static proxy_worker *share_new_worker(beacon_target *t, const char *url,
         (rv = ap_proxy_share_worker(w, shm, (int)idx)) != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00004)
                      "cannot share worker %s in %s", url, b->s->name);
-        forget_worker(b, shm, 1, idx);
+        forget_worker(b, w, shm, 1, idx);
         return NULL;
     }
     *result = BEACON_ADD_DONE;
@@ -361,8 +392,7 @@ static void count_failover_attempts(beacon_target *t)
     }
 }
 
-static beacon_add_result define_and_share(beacon_target *t, const char *url,
-                                          apr_pool_t *worker_pool)
+static beacon_add_result define_and_share(beacon_target *t, const char *url)
 {
     beacon_add_result result;
     proxy_worker *w;
@@ -374,14 +404,14 @@ static beacon_add_result define_and_share(beacon_target *t, const char *url,
                      t->b->s->name);
         return BEACON_ADD_FAILED;
     }
-    w = share_new_worker(t, url, worker_pool, &result);
+    w = share_new_worker(t, url, &result);
     if (w == NULL) {
         return result;
     }
     if ((rv = ap_proxy_initialize_worker(w, t->s, t->conf->pool)) != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00007)
                      "cannot initialize worker %s in %s", url, t->b->s->name);
-        forget_worker(t->b, w->s, 1, (unsigned)w->s->index);
+        forget_worker(t->b, w, w->s, 1, (unsigned)w->s->index);
         return BEACON_ADD_FAILED;
     }
     registry_put(t, url);
@@ -416,8 +446,7 @@ static apr_status_t enable_returning(proxy_worker *w)
     return ap_proxy_set_wstatus(PROXY_WORKER_DISABLED_FLAG, 0, w);
 }
 
-beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
-                                   apr_pool_t *worker_pool)
+beacon_add_result beacon_proxy_add(beacon_target *t, const char *url)
 {
     beacon_add_result result;
     proxy_worker *existing;
@@ -437,7 +466,7 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
         }
     }
     else {
-        result = define_and_share(t, url, worker_pool);
+        result = define_and_share(t, url);
         if (result == BEACON_ADD_DONE && !is_confirmed(t, url)) {
             result = BEACON_ADD_NOT_CONFIRMED;
         }
@@ -499,7 +528,7 @@ static int restored_by_balancer(proxy_balancer *b, const char *url)
     return 0;
 }
 
-int beacon_proxy_restore(beacon_target *t, apr_pool_t *pconf)
+int beacon_proxy_restore(beacon_target *t)
 {
     beacon_add_result result;
     int i, restored = 0;
@@ -521,7 +550,7 @@ int beacon_proxy_restore(beacon_target *t, apr_pool_t *pconf)
             m->in_use = 0;
         }
         else if (restored_by_balancer(t->b, m->url) ||
-                 share_new_worker(t, m->url, pconf, &result) != NULL) {
+                 share_new_worker(t, m->url, &result) != NULL) {
             restored++;
         }
         else {

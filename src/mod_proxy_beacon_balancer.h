@@ -42,13 +42,14 @@ beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
 
 /* In post_config, before any child exists: puts back the members the
  * persisted registry lists, so a restart loses none. Returns how many. */
-int beacon_proxy_restore(beacon_target *t, apr_pool_t *pconf);
+int beacon_proxy_restore(beacon_target *t);
 
 /* Picks up members other processes added, as a request would. */
 void beacon_proxy_sync(beacon_target *t);
 
-beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
-                                   apr_pool_t *worker_pool);
+/* Adds url as a member, as balancer-manager does, under the balancer's
+ * locks; or finds it there (adopted, or someone else's). */
+beacon_add_result beacon_proxy_add(beacon_target *t, const char *url);
 
 /* Sets or clears the member's Disabled flag, nothing else; APR_NOTFOUND
  * when the member is gone or not beacon's. */

@@ -96,7 +96,7 @@ static void add_failed(beacon_receiver *r, beacon_record_t *rec,
 static void add_member(beacon_receiver *r, beacon_record_t *rec,
                        apr_time_t now, apr_pool_t *p)
 {
-    beacon_add_result result = beacon_proxy_add(r->target, rec->url, r->pool);
+    beacon_add_result result = beacon_proxy_add(r->target, rec->url);
 
     switch (result) {
     case BEACON_ADD_DONE:

@@ -93,7 +93,7 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
     if (r->target == NULL) {
         return APR_EGENERAL;
     }
-    restored = beacon_proxy_restore(r->target, pconf);
+    restored = beacon_proxy_restore(r->target);
     if (restored > 0) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00011)
                      "restored %d member(s) of balancer://%s from the registry",
@@ -276,13 +276,38 @@ static void serve_until_stopped(void)
     apr_atomic_set32(&serving, 0);
 }
 
+static apr_status_t destroy_owner_pool(void *pool)
+{
+    apr_pool_destroy(pool);
+    return APR_SUCCESS;
+}
+
+/*
+ * The owner's memory has an allocator of its own, so that it goes back to
+ * the system, not to a free list, when the watchdog thread ends (at a
+ * graceful stop, before the child's last requests are done): nothing a
+ * request thread may still use can live here, and a sanitizer sees it if
+ * something does.
+ */
+static void make_owner_pool(apr_pool_t *tick)
+{
+    apr_allocator_t *allocator;
+
+    apr_allocator_create(&allocator);
+    apr_allocator_max_free_set(allocator, 1); /* keep no free nodes */
+    apr_pool_create_unmanaged_ex(&owner_pool, NULL, allocator);
+    apr_allocator_owner_set(allocator, owner_pool);
+    apr_pool_tag(owner_pool, "proxy_beacon_owner");
+    apr_pool_cleanup_register(apr_pool_parent_get(tick), owner_pool,
+                              destroy_owner_pool, apr_pool_cleanup_null);
+}
+
 static void take_ownership(apr_pool_t *tick)
 {
     apr_time_t now = apr_time_now();
     beacon_receiver *r;
 
-    apr_pool_create(&owner_pool, apr_pool_parent_get(tick));
-    apr_pool_tag(owner_pool, "proxy_beacon_owner");
+    make_owner_pool(tick);
     for (r = receivers; r; r = r->next) {
         beacon_members_start(r, owner_pool, now, tick);
     }

@@ -6,7 +6,8 @@ balancer picked. Run as a script, this file is the server itself:
 
     python3 backend.py NAME PORT
 
-Every GET/HEAD gets 200 and body NAME; each request's path is printed to
+Every GET/HEAD gets 200 and body NAME (GET /slow/MS after MS milliseconds:
+a request held in flight); each request's path is printed to
 stdout (Backend.requests() reads it back), e.g. to see `GET //x`.
 """
 
@@ -57,6 +58,7 @@ class Backend(ChildProcess):
 
 
 def serve(name, port):
+    import time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
@@ -69,12 +71,17 @@ def serve(name, port):
             self.end_headers()
             if with_body:
                 self.wfile.write(body)
-            print(f"{self.command} {self.path}", flush=True)
 
         def do_GET(self):
+            # printed on arrival: a /slow/MS request, answered after MS
+            # milliseconds, shows while it is still in flight
+            print(f"{self.command} {self.path}", flush=True)
+            if self.path.startswith("/slow/"):
+                time.sleep(int(self.path.split("/")[2]) / 1000)
             self._answer(True)
 
         def do_HEAD(self):
+            print(f"{self.command} {self.path}", flush=True)
             self._answer(False)
 
         def log_message(self, *args):

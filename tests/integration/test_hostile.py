@@ -1,0 +1,69 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Hostile and odd inputs, second round: signed announcements and
+configurations that httpd cannot hold must be refused, never half-applied,
+and no child of the proxy may crash on them."""
+
+import threading
+
+import pytest
+
+from beacon_env import Announcer, Heartbeat, make_proxy, receiver_config, wait_member
+from httpd import free_port, wait_for
+
+pytestmark = pytest.mark.beacon
+
+# One child serves (MaxRequestWorkers = ThreadsPerChild): the child that
+# owns the receiver serves every request too, so a worker it half-defined
+# is met at once. ServerLimit 2 leaves room for a graceful restart.
+ONE_CHILD = ("StartServers 1\nServerLimit 2\nThreadsPerChild 16\n"
+             "MinSpareThreads 1\nMaxSpareThreads 16\nMaxRequestWorkers 16\n")
+
+
+@pytest.mark.parametrize("host_len", [254, 256, 292])
+def test_a_host_httpd_cannot_hold_is_refused_and_no_child_crashes(
+        httpd_factory, backend_factory, host_len):
+    h, ann = make_proxy(httpd_factory, extra_config=ONE_CHILD)
+    live = backend_factory("live")
+    ann.announce(live.url)
+    wait_member(h, live.url)
+    long_url = "http://" + "a" * host_len + ":8080"
+    ann.announce(long_url)
+    h.wait_log(r"dropped datagram from [^:]+:\d+: unacceptable url 'http://a{%d}:8080'"
+               % host_len)
+    for _ in range(20):
+        assert h.get("/") == (200, "live")
+    assert long_url not in [w["name"] for w in h.balancer_members()]
+    assert "Segmentation fault" not in h.error_log()
+
+
+def test_requests_in_flight_survive_a_graceful_restart_of_the_owner_child(
+        httpd_factory, backend_factory):
+    """The workers beacon adds must live as long as the child's
+    configuration, as balancer-manager's do: the old owner's watchdog
+    thread ends at a graceful restart while its request threads still use
+    the worker, and the owner's own memory then goes back to the system
+    (a segfault here; under make check-asan-module, a use-after-free
+    report). Workers once came from that memory."""
+    h, ann = make_proxy(httpd_factory, extra_config=ONE_CHILD)
+    slow = backend_factory("slow")
+    ann.announce(slow.url)
+    wait_member(h, slow.url)
+    results = []
+
+    def fetch():
+        try:
+            results.append(h.get("/slow/1500"))
+        except OSError as e:  # reported below, with the others
+            results.append(repr(e))
+
+    threads = [threading.Thread(target=fetch) for _ in range(6)]
+    for t in threads:
+        t.start()
+    wait_for(lambda: len([l for l in slow.requests() if l.startswith("GET /slow/")]) == 6,
+             10, "six requests in flight at the backend")
+    h.graceful()
+    for t in threads:
+        t.join(15)
+    assert results == [(200, "slow")] * 6, results
+    ann.announce(slow.url)
+    assert h.get("/") == (200, "slow")
