@@ -192,13 +192,29 @@ beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
     return t;
 }
 
+/*
+ * Whether a worker's name is the member canonical url names. The admin
+ * may spell a BalancerMember otherwise ("http://h:80/", "http://[0:0::1]:8")
+ * and it is still the same member: names are compared in canonical form.
+ * A name with a path or a socket is no origin and never matches.
+ */
+static int names_member(const char *name, const char *url)
+{
+    char canonical[BEACON_URL_MAX];
+
+    return strcmp(name, url) == 0 ||
+           (beacon_url_canonicalize(name, strlen(name), canonical,
+                                    sizeof(canonical)) == NULL &&
+            strcmp(canonical, url) == 0);
+}
+
 static proxy_worker *find_worker(proxy_balancer *b, const char *url)
 {
     proxy_worker **w = (proxy_worker **)b->workers->elts;
     int i;
 
     for (i = 0; i < b->workers->nelts; i++) {
-        if (strcmp(w[i]->s->name_ex, url) == 0) {
+        if (names_member(w[i]->s->name_ex, url)) {
             return w[i];
         }
     }
@@ -521,7 +537,7 @@ static int restored_by_balancer(proxy_balancer *b, const char *url)
         proxy_worker_shared *shm;
 
         if (b->storage->dptr(b->wslot, (unsigned)i, (void **)&shm) == APR_SUCCESS &&
-            shm->hash.def && strcmp(shm->name_ex, url) == 0) {
+            shm->hash.def && names_member(shm->name_ex, url)) {
             return 1;
         }
     }

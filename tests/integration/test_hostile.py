@@ -3,6 +3,7 @@
 configurations that httpd cannot hold must be refused, never half-applied,
 and no child of the proxy may crash on them."""
 
+import re
 import threading
 
 import pytest
@@ -67,3 +68,19 @@ def test_requests_in_flight_survive_a_graceful_restart_of_the_owner_child(
     assert results == [(200, "slow")] * 6, results
     ann.announce(slow.url)
     assert h.get("/") == (200, "slow")
+
+
+@pytest.mark.parametrize("configured,announced", [
+    ("{url}/", "{url}"),                                   # a trailing slash
+    ("HTTP://127.0.0.1:{port}", "{url}"),                  # case
+    ("http://[0:0::1]:{port}", "http://[::1]:{port}"),     # IPv6 spelling
+])
+def test_a_configured_member_spelled_differently_is_still_the_admins(
+        httpd_factory, backend_factory, configured, announced):
+    b = backend_factory("static")
+    spelled = configured.format(url=b.url, port=b.port)
+    h, ann = make_proxy(httpd_factory, members=(spelled,))
+    url = announced.format(url=b.url, port=b.port)
+    ann.announce(url)
+    h.wait_log(r"BCN00032: member not managed by beacon: %s" % re.escape(url))
+    assert len(h.balancer_members()) == 1, h.balancer_members()

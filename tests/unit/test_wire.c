@@ -247,8 +247,9 @@ static void format_reproduces_the_spec_vectors(void **state)
 }
 
 /*
- * Wire order url, host, pid, seq, ts, state, mac; fields < 0 or NULL are
- * omitted, 0 is a value. Macs computed independently (reference SipHash).
+ * Wire order url, host, pid, seq, ts, svc, state, mac; fields < 0 or NULL
+ * are omitted, 0 is a value. Macs computed independently (the Python
+ * sender of tests/integration/beacon_wire.py).
  */
 static void format_writes_fields_in_wire_order_and_omits_absent_ones(void **state)
 {
@@ -260,6 +261,9 @@ static void format_writes_fields_in_wire_order_and_omits_absent_ones(void **stat
                                   APR_INT64_C(1796000000000000), NULL, NULL};
     beacon_announcement_t zeros = {"http://[::1]:8080", NULL, 0, 0, 0, NULL,
                                    NULL};
+    beacon_announcement_t all = {"http://10.0.0.5:8080", "web-1", 4242, 21,
+                                 APR_INT64_C(1796000000000004), "leaving",
+                                 "shop"};
     char buf[512];
     int n;
 
@@ -276,6 +280,11 @@ static void format_writes_fields_in_wire_order_and_omits_absent_ones(void **stat
     assert_int_equal(n, strlen(buf));
     assert_string_equal(buf, "BEACON url=http://[::1]:8080 pid=0 seq=0 ts=0 "
                              "mac=d950087fa9980dfe");
+    n = beacon_format(buf, sizeof buf, &all, &k);
+    assert_int_equal(n, strlen(buf));
+    assert_string_equal(buf, "BEACON url=http://10.0.0.5:8080 host=web-1 "
+                             "pid=4242 seq=21 ts=1796000000000004 svc=shop "
+                             "state=leaving mac=f479f8b2f17e698c");
 }
 
 typedef struct {
@@ -299,6 +308,13 @@ static void format_rejects_values_it_cannot_put_on_the_wire(void **state)
         {"a negative ts", {NULL, NULL, 1, 1, -1, NULL, NULL}},
         {"a ts of 19 digits", {NULL, NULL, 1, 1,
                                APR_INT64_C(1000000000000000000), NULL, NULL}},
+        {"an empty svc", {NULL, NULL, 1, 1, 1, NULL, ""}},
+        {"a svc with a character outside [A-Za-z0-9._-]",
+         {NULL, NULL, 1, 1, 1, NULL, "shop!"}},
+        {"a svc with a space", {NULL, NULL, 1, 1, 1, NULL, "my shop"}},
+        {"a svc of 64 bytes",
+         {NULL, NULL, 1, 1, 1, NULL,
+          "s123456789s123456789s123456789s123456789s123456789s123456789abcd"}},
     };
     beacon_key_t k = spec_hex_key();
     char buf[BEACON_MAX_DATAGRAM + 1];
@@ -587,6 +603,53 @@ static void only_state_leaving_is_leaving(void **state)
     assert_true(beacon_datagram_is_leaving(&dg));
 }
 
+/* svc=: 1 to BEACON_SERVICE_MAX bytes of [A-Za-z0-9._-], nothing else. */
+static void service_names_take_1_to_63_of_a_small_alphabet(void **state)
+{
+    static const struct {
+        const char *name;
+        int valid;
+    } rows[] = {
+        {"shop", 1},
+        {"a", 1},
+        {"Shop.EU-1_blue", 1},
+        {"0123456789", 1},
+        {"-", 1},
+        {"...", 1},
+        {"s12345678901234567890123456789012345678901234567890123456789012",
+         1},
+        {"s123456789012345678901234567890123456789012345678901234567890123",
+         0},
+        {"", 0},
+        {"my shop", 0},
+        {"shop!", 0},
+        {"shop/cart", 0},
+        {"shop=1", 0},
+        {"sh%6fp", 0},
+        {"shop\n", 0},
+        {"caf\xc3\xa9", 0},
+        {"~shop", 0},
+    };
+    char c[2] = {0, 0};
+    int i, allowed = 0;
+
+    (void)state;
+    for (i = 0; i < (int)ARRAY_LEN(rows); i++) {
+        if (beacon_service_is_valid(rows[i].name) != rows[i].valid) {
+            print_error("case: \"%s\"\n", rows[i].name);
+        }
+        assert_int_equal(beacon_service_is_valid(rows[i].name), rows[i].valid);
+    }
+    assert_int_equal(strlen(rows[6].name), BEACON_SERVICE_MAX);
+    assert_false(beacon_service_is_valid(NULL));
+    /* Exactly 26 + 26 + 10 + 3 one-byte names. */
+    for (i = 1; i < 256; i++) {
+        c[0] = (char)i;
+        allowed += beacon_service_is_valid(c);
+    }
+    assert_int_equal(allowed, 65);
+}
+
 /* ------------------------------------------------------------------ */
 /* beacon_verify: the spec vectors                                     */
 
@@ -682,7 +745,7 @@ static void verify_spans_point_at_the_values_in_the_buffer(void **state)
     beacon_key_t k = spec_hex_key();
     static const char body[] =
         "BEACON url=http://10.0.0.5:8080 host=web-1 pid=4242 seq=17 "
-        "ts=" TS " state=leaving";
+        "ts=" TS " svc=shop state=leaving";
     static const char heartbeat[] = "BEACON host=web-1 pid=4242 seq=18 ts=" TS;
     char dg[256];
     size_t len = build(dg, sizeof dg, &k, body, sizeof body - 1);
@@ -698,6 +761,8 @@ static void verify_spans_point_at_the_values_in_the_buffer(void **state)
     assert_span(out.pid, dg, len, "4242", "pid");
     assert_span(out.seq, dg, len, "17", "seq");
     assert_span(out.state, dg, len, "leaving", "state");
+    assert_span(out.svc, dg, len, "shop", "svc");
+    assert_span(out.bad_field, dg, len, NULL, "bad_field when all is well");
     assert_true(out.ts == NOW);
     assert_true(out.url.ptr == dg + strlen("BEACON url="));
 
@@ -709,6 +774,7 @@ static void verify_spans_point_at_the_values_in_the_buffer(void **state)
     assert_span(out.pid, dg, len, "4242", "pid");
     assert_span(out.seq, dg, len, "18", "seq");
     assert_span(out.state, dg, len, NULL, "state");
+    assert_span(out.svc, dg, len, NULL, "svc");
 }
 
 /* Keys only match whole: urlx= and xurl= are unknown keys, not url. */
@@ -731,36 +797,85 @@ static void verify_unknown_keys_are_ignored_not_confused(void **state)
 }
 
 /* ------------------------------------------------------------------ */
-/* The receiver's drop table (tests/vectors/drops.txt)                 */
+/* The drop tables: tests/vectors/drops.txt, drops-service.txt       */
 
 static const char *const drop_cols[] = {"reason", "datagram", "name", NULL};
 enum { DROP_REASON, DROP_DATAGRAM, DROP_NAME };
+static const char *const service_cols[] = {"service", "reason", "datagram",
+                                           "name", NULL};
+enum { SVC_SERVICE, SVC_REASON, SVC_DATAGRAM, SVC_NAME };
 
 /* The steps after beacon_verify's: verify passes what they drop. */
-static int is_table_step(beacon_reason_t r)
+static int is_receive_step(beacon_reason_t r)
 {
-    return r == BEACON_DROP_UNACCEPTABLE_URL || r == BEACON_DROP_REPLAYED_TS ||
+    return r == BEACON_DROP_WRONG_SERVICE ||
+           r == BEACON_DROP_UNACCEPTABLE_URL || r == BEACON_DROP_REPLAYED_TS ||
            r == BEACON_DROP_TABLE_FULL;
 }
 
-static void drop_row(beacon_table_t *t, const vec_row_t *r, unsigned *seen)
+/* bad_field names the key on a bad field (svc, the one field of version
+ * 1.1 whose value this release checks), and is absent on any other
+ * verdict, whatever out held before. */
+static void check_bad_field(const beacon_datagram_t *out, beacon_reason_t got,
+                            const char *buf, size_t len, const char *name)
 {
-    const vec_field_t *dg = &r->col[DROP_DATAGRAM];
-    const char *name = r->col[DROP_NAME].text;
-    beacon_reason_t want = reason_named(&r->col[DROP_REASON], r->line);
+    if (got != BEACON_DROP_BAD_FIELD) {
+        if (out->bad_field.ptr != NULL) {
+            print_error("case: %s: bad_field set on %s\n", name,
+                        beacon_reason_name(got));
+        }
+        assert_null(out->bad_field.ptr);
+        return;
+    }
+    assert_non_null(out->bad_field.ptr);
+    assert_true(out->bad_field.ptr > buf &&
+                out->bad_field.ptr + out->bad_field.len < buf + len);
+    assert_int_equal(out->bad_field.len, 3);
+    assert_memory_equal(out->bad_field.ptr, "svc=", 4);
+}
+
+/* One datagram through verify and receive, for a receiver of service
+ * (NULL: none); counts its reason in seen. */
+static void drop_row(beacon_table_t *t, const char *service,
+                     const vec_field_t *reason, const vec_field_t *dg,
+                     const char *name, unsigned line, unsigned *seen)
+{
+    beacon_reason_t want = reason_named(reason, line);
     beacon_key_t k = spec_hex_key();
     guarded_t g = guarded_copy(dg->text, dg->len);
     beacon_datagram_t out;
     beacon_event_t ev;
     beacon_reason_t got;
 
+    memset(&out, 0xa5, sizeof out);
     got = beacon_verify(g.buf, dg->len, &k, NOW, SKEW, &out);
-    assert_reason_equal(got, is_table_step(want) ? BEACON_OK : want, name);
+    assert_reason_equal(got, is_receive_step(want) ? BEACON_OK : want, name);
+    check_bad_field(&out, got, g.buf, dg->len, name);
     beacon_table_init(t, 10 * SEC, SKEW);
+    beacon_table_set_service(t, service);
+    memset(&ev, 0xa5, sizeof ev);
     got = beacon_receive(t, &k, g.buf, dg->len, NOW, &ev);
-    guarded_free(&g);
     assert_reason_equal(got, want, name);
+    check_bad_field(&ev.dg, got, g.buf, dg->len, name);
+    guarded_free(&g);
+    if (got != BEACON_OK) {
+        assert_int_equal(t->count, 0); /* a drop never touches the table */
+    }
     seen[want]++;
+}
+
+/* Fails unless every reason of expected[0..n) had a row. */
+static void assert_seen(const unsigned *seen, const beacon_reason_t *expected,
+                        size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (seen[expected[i]] == 0) {
+            print_error("no row for \"%s\"\n", beacon_reason_name(expected[i]));
+        }
+        assert_true(seen[expected[i]] > 0);
+    }
 }
 
 static void receiver_gives_each_drop_row_its_reason(void **state)
@@ -770,10 +885,10 @@ static void receiver_gives_each_drop_row_its_reason(void **state)
     static const beacon_reason_t expected[] = {
         BEACON_OK, BEACON_DROP_EMBEDDED_NUL, BEACON_DROP_BAD_FRAME,
         BEACON_DROP_MAC_MISMATCH, BEACON_DROP_DUPLICATE_FIELD,
-        BEACON_DROP_BAD_TS, BEACON_DROP_STALE_TS,
+        BEACON_DROP_BAD_TS, BEACON_DROP_BAD_FIELD, BEACON_DROP_STALE_TS,
         BEACON_DROP_UNACCEPTABLE_URL,
     };
-    vec_table_t rows = load_vectors("drops.txt", drop_cols, 60);
+    vec_table_t rows = load_vectors("drops.txt", drop_cols, 90);
     beacon_table_t *t = malloc(sizeof *t);
     unsigned seen[BEACON_REASON_COUNT] = {0};
     size_t i;
@@ -781,14 +896,39 @@ static void receiver_gives_each_drop_row_its_reason(void **state)
     (void)state;
     assert_non_null(t);
     for (i = 0; i < rows.nrows; i++) {
-        drop_row(t, &rows.rows[i], seen);
+        const vec_row_t *r = &rows.rows[i];
+
+        drop_row(t, NULL, &r->col[DROP_REASON], &r->col[DROP_DATAGRAM],
+                 r->col[DROP_NAME].text, r->line, seen);
     }
-    for (i = 0; i < ARRAY_LEN(expected); i++) {
-        if (seen[expected[i]] == 0) {
-            print_error("no row for \"%s\"\n", beacon_reason_name(expected[i]));
-        }
-        assert_true(seen[expected[i]] > 0);
+    assert_seen(seen, expected, ARRAY_LEN(expected));
+    free(t);
+    vec_free(&rows);
+}
+
+/* The same for a receiver with a service: wrong service and where it
+ * stands among the other checks. */
+static void receiver_with_a_service_gives_each_row_its_reason(void **state)
+{
+    static const beacon_reason_t expected[] = {
+        BEACON_OK, BEACON_DROP_MAC_MISMATCH, BEACON_DROP_DUPLICATE_FIELD,
+        BEACON_DROP_BAD_FIELD, BEACON_DROP_STALE_TS,
+        BEACON_DROP_WRONG_SERVICE,
+    };
+    vec_table_t rows = load_vectors("drops-service.txt", service_cols, 15);
+    beacon_table_t *t = malloc(sizeof *t);
+    unsigned seen[BEACON_REASON_COUNT] = {0};
+    size_t i;
+
+    (void)state;
+    assert_non_null(t);
+    for (i = 0; i < rows.nrows; i++) {
+        const vec_row_t *r = &rows.rows[i];
+
+        drop_row(t, r->col[SVC_SERVICE].text, &r->col[SVC_REASON],
+                 &r->col[SVC_DATAGRAM], r->col[SVC_NAME].text, r->line, seen);
     }
+    assert_seen(seen, expected, ARRAY_LEN(expected));
     free(t);
     vec_free(&rows);
 }
@@ -993,7 +1133,9 @@ static void reason_names_are_the_spec_fragments(void **state)
         {BEACON_DROP_MAC_MISMATCH, "mac mismatch", "mac_mismatch"},
         {BEACON_DROP_DUPLICATE_FIELD, "duplicate field", "duplicate_field"},
         {BEACON_DROP_BAD_TS, "bad ts", "bad_ts"},
+        {BEACON_DROP_BAD_FIELD, "bad field", "bad_field"},
         {BEACON_DROP_STALE_TS, "stale ts", "stale_ts"},
+        {BEACON_DROP_WRONG_SERVICE, "wrong service", "wrong_service"},
         {BEACON_DROP_UNACCEPTABLE_URL, "unacceptable url", "unacceptable_url"},
         {BEACON_DROP_REPLAYED_TS, "replayed/reordered ts", "replayed_ts"},
         {BEACON_DROP_TABLE_FULL, "member table full", "table_full"},
@@ -1069,11 +1211,13 @@ int main(void)
         cmocka_unit_test(parse_decimal_takes_1_to_18_plain_digits),
         cmocka_unit_test(span_number_is_the_decimal_or_minus_one),
         cmocka_unit_test(only_state_leaving_is_leaving),
+        cmocka_unit_test(service_names_take_1_to_63_of_a_small_alphabet),
         cmocka_unit_test(verify_accepts_every_spec_vector_under_its_key_only),
         cmocka_unit_test(receive_treats_v1_1_vectors_as_their_v1_selves),
         cmocka_unit_test(verify_spans_point_at_the_values_in_the_buffer),
         cmocka_unit_test(verify_unknown_keys_are_ignored_not_confused),
         cmocka_unit_test(receiver_gives_each_drop_row_its_reason),
+        cmocka_unit_test(receiver_with_a_service_gives_each_row_its_reason),
         cmocka_unit_test(verify_accepts_2048_bytes_and_drops_2049_as_oversize),
         cmocka_unit_test(verify_checks_size_before_anything_else),
         cmocka_unit_test(verify_any_accepts_a_datagram_signed_with_any_configured_key),
