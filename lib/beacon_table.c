@@ -46,6 +46,22 @@ void beacon_table_init(beacon_table_t *t, apr_interval_time_t timeout,
     t->max_skew = max_skew;
 }
 
+void beacon_table_set_service(beacon_table_t *t, const char *service)
+{
+    if (service == NULL || *service == '\0') {
+        t->service[0] = '\0';
+    }
+    else if (beacon_service_is_valid(service)) {
+        strcpy(t->service, service); /* fits: at most BEACON_SERVICE_MAX */
+    }
+    else {
+        /* A caller's bug. Fail closed: "!" is no service a datagram can
+         * name, where "" would accept every service and a cut name
+         * another one. */
+        strcpy(t->service, "!");
+    }
+}
+
 beacon_record_t *beacon_table_find(beacon_table_t *t, const char *url)
 {
     apr_uint32_t hash = url_hash(url);
@@ -290,6 +306,22 @@ const char *beacon_action_name(beacon_action_t action)
 /* ------------------------------------------------------------------ */
 /* The whole receiver pipeline                                         */
 
+/*
+ * Whether a verified datagram is meant for this receiver: any is, unless
+ * the table has a service, which svc= must then name exactly (byte for
+ * byte, case included). Checked before the url or ts reach the table, so
+ * that a capture replayed from another service sharing the secret moves
+ * no replay mark here.
+ */
+static int is_for_service(const beacon_table_t *t, const beacon_span_t *svc)
+{
+    if (t->service[0] == '\0') {
+        return 1;
+    }
+    return svc->ptr != NULL && svc->len == strlen(t->service) &&
+           memcmp(svc->ptr, t->service, svc->len) == 0;
+}
+
 beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
                                    unsigned nkeys, const char *buf,
                                    apr_size_t len, apr_time_t now,
@@ -301,6 +333,9 @@ beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
     ev->rec = NULL;
     ev->action = BEACON_ACT_NONE;
     reason = beacon_verify_any(buf, len, keys, nkeys, now, t->max_skew, &ev->dg);
+    if (reason == BEACON_OK && !is_for_service(t, &ev->dg.svc)) {
+        return BEACON_DROP_WRONG_SERVICE;
+    }
     if (reason != BEACON_OK || ev->dg.url.ptr == NULL) {
         return reason;
     }

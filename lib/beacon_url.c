@@ -15,12 +15,64 @@
 
 #include "beacon.h"
 
-#define MAX_SCHEME_LEN 16
+/*
+ * What httpd can hold of a member (mod_proxy.h of 2.4): a scheme of at
+ * most PROXY_WORKER_MAX_SCHEME_SIZE - 1 = 15 bytes, a hostname of at most
+ * PROXY_RFC1035_HOSTNAME_SIZE - 1 = 255 (a longer one makes
+ * ap_proxy_define_worker_ex fail: a child of the proxy died of it), and a
+ * name of at most PROXY_WORKER_EXT_NAME_SIZE - 1 = 383. A host is held to
+ * a DNS name's 253 bytes, well inside; the longest canonical url follows.
+ */
+#define MAX_SCHEME_LEN 15
+#define MAX_HOST_LEN 253
 #define MAX_PORT 65535
+#define HTTPD_NAME_EX_SIZE 384 /* PROXY_WORKER_EXT_NAME_SIZE */
+
+/* scheme "://" host ":65535" and the NUL fit the table's url and httpd's
+ * name_ex, so no canonical url is ever refused or cut for its length. */
+_Static_assert(MAX_SCHEME_LEN + 3 + MAX_HOST_LEN + 6 + 1 <= BEACON_URL_MAX,
+               "a canonical url must fit in BEACON_URL_MAX");
+_Static_assert(BEACON_URL_MAX <= HTTPD_NAME_EX_SIZE,
+               "a canonical url must fit in httpd's worker name_ex");
 
 typedef struct {
     const char *p, *end;
 } cursor_t;
+
+/*
+ * The schemes httpd proxies to a balancer member (mod_proxy_http,
+ * _wstunnel, _http2, _ajp, _fcgi, _scgi, _uwsgi), each with the port a url
+ * without one means: httpd 2.4's ap_proxy_port_of_scheme (APR-util's
+ * apr_uri_port_of_scheme for http and https, then mod_proxy's own table:
+ * fcgi 8000, ajp 8009, scgi 4000, h2c and ws 80, h2 and wss 443). That is
+ * the port ap_proxy_define_worker_ex drops when it names a worker, so a
+ * receiver names a member exactly as httpd does. uwsgi is in neither
+ * table (mod_proxy_uwsgi's 3031 applies to requests, not to workers):
+ * httpd keeps its port in the name and connects to port 0 without one, so
+ * its port is always kept and must be given.
+ */
+typedef struct {
+    const char *name;
+    unsigned default_port; /* 0: none; the url must give its port */
+} scheme_t;
+
+static const scheme_t schemes[] = {
+    {"http", 80},  {"https", 443}, {"ws", 80},    {"wss", 443},
+    {"h2", 443},   {"h2c", 80},    {"ajp", 8009}, {"fcgi", 8000},
+    {"scgi", 4000}, {"uwsgi", 0},
+};
+
+static const scheme_t *scheme_named(const char *name)
+{
+    apr_size_t i;
+
+    for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+        if (strcmp(name, schemes[i].name) == 0) {
+            return &schemes[i];
+        }
+    }
+    return NULL;
+}
 
 static char lower(char c)
 {
@@ -44,33 +96,9 @@ static int is_name_char(char c)
            c == '~';
 }
 
-/*
- * The port a url without one means. This is httpd's mod_proxy convention
- * (ap_proxy_port_of_scheme, and mod_proxy_http2 for h2/h2c, mod_proxy_ajp
- * for ajp), written into the protocol so that a receiver names a member
- * exactly as the proxy behind it will connect to it.
- */
-static unsigned default_port(const char *scheme)
+static const char *parse_scheme(cursor_t *c, const scheme_t **scheme)
 {
-    static const struct {
-        const char *scheme;
-        unsigned port;
-    } defaults[] = {
-        {"http", 80}, {"https", 443}, {"ws", 80},    {"wss", 443},
-        {"h2c", 80},  {"h2", 443},    {"ajp", 8009},
-    };
-    apr_size_t i;
-
-    for (i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
-        if (strcmp(scheme, defaults[i].scheme) == 0) {
-            return defaults[i].port;
-        }
-    }
-    return 0;
-}
-
-static const char *parse_scheme(cursor_t *c, char scheme[MAX_SCHEME_LEN + 1])
-{
+    char name[MAX_SCHEME_LEN + 1];
     apr_size_t n = 0;
 
     if (c->p == c->end || !is_alpha(*c->p)) {
@@ -79,16 +107,20 @@ static const char *parse_scheme(cursor_t *c, char scheme[MAX_SCHEME_LEN + 1])
     while (c->p < c->end && (is_alpha(*c->p) || is_digit(*c->p) ||
                              *c->p == '+' || *c->p == '-' || *c->p == '.')) {
         if (n == MAX_SCHEME_LEN) {
-            return "the scheme is too long";
+            return "the scheme is longer than 15 bytes";
         }
-        scheme[n++] = lower(*c->p++);
+        name[n++] = lower(*c->p++);
     }
-    scheme[n] = '\0';
-    if (strcmp(scheme, "unix") == 0) {
+    name[n] = '\0';
+    if (strcmp(name, "unix") == 0) {
         return "the unix: socket form is not allowed";
     }
     if (c->end - c->p < 3 || memcmp(c->p, "://", 3) != 0) {
         return "the url must have the form scheme://host[:port]";
+    }
+    if ((*scheme = scheme_named(name)) == NULL) {
+        return "the scheme is not one httpd proxies to a member (http, https, "
+               "ws, wss, h2, h2c, ajp, fcgi, scgi, uwsgi)";
     }
     c->p += 3;
     return NULL;
@@ -136,8 +168,8 @@ static const char *parse_name(cursor_t *c, char *host, apr_size_t hostsize)
         if (!is_name_char(*c->p)) {
             return "the host holds a character that is not allowed";
         }
-        if (n + 1 == hostsize) {
-            return "the host is too long";
+        if (n == MAX_HOST_LEN || n + 1 == hostsize) {
+            return "the host is longer than 253 bytes";
         }
         host[n++] = lower(*c->p++);
     }
@@ -218,14 +250,18 @@ static const char *check_printable(const char *url, apr_size_t len)
     return NULL;
 }
 
-static const char *write_origin(const char *scheme, const char *host,
+static const char *write_origin(const scheme_t *scheme, const char *host,
                                 unsigned port, char *out, apr_size_t outsize)
 {
-    apr_size_t slen = strlen(scheme), hlen = strlen(host), n;
+    apr_size_t slen = strlen(scheme->name), hlen = strlen(host), n;
     char portbuf[8] = "";
     apr_size_t plen = 0;
 
-    if (port != 0 && port != default_port(scheme)) {
+    if (port == 0 && scheme->default_port == 0) {
+        return "a uwsgi url needs a port (httpd knows no default port for "
+               "uwsgi)";
+    }
+    if (port != 0 && port != scheme->default_port) {
         char *p = portbuf + sizeof(portbuf) - 1;
 
         *p = '\0';
@@ -241,7 +277,7 @@ static const char *write_origin(const char *scheme, const char *host,
     if (n + 1 > outsize) {
         return "the url is too long";
     }
-    memcpy(out, scheme, slen);
+    memcpy(out, scheme->name, slen);
     memcpy(out + slen, "://", 3);
     memcpy(out + slen + 3, host, hlen);
     memcpy(out + slen + 3 + hlen, portbuf, plen);
@@ -252,14 +288,14 @@ static const char *write_origin(const char *scheme, const char *host,
 const char *beacon_url_canonicalize(const char *url, apr_size_t len, char *out,
                                     apr_size_t outsize)
 {
-    char scheme[MAX_SCHEME_LEN + 1];
+    const scheme_t *scheme = NULL;
     char host[BEACON_URL_MAX];
     cursor_t c = {url, url + len};
     unsigned port = 0;
     const char *err;
 
     if ((err = check_printable(url, len)) != NULL ||
-        (err = parse_scheme(&c, scheme)) != NULL) {
+        (err = parse_scheme(&c, &scheme)) != NULL) {
         return err;
     }
     if ((err = check_no_userinfo(&c)) != NULL) {

@@ -29,7 +29,9 @@ static const struct {
     [BEACON_DROP_MAC_MISMATCH] = {"mac mismatch", "mac_mismatch"},
     [BEACON_DROP_DUPLICATE_FIELD] = {"duplicate field", "duplicate_field"},
     [BEACON_DROP_BAD_TS] = {"bad ts", "bad_ts"},
+    [BEACON_DROP_BAD_FIELD] = {"bad field", "bad_field"},
     [BEACON_DROP_STALE_TS] = {"stale ts", "stale_ts"},
+    [BEACON_DROP_WRONG_SERVICE] = {"wrong service", "wrong_service"},
     [BEACON_DROP_UNACCEPTABLE_URL] = {"unacceptable url", "unacceptable_url"},
     [BEACON_DROP_REPLAYED_TS] = {"replayed/reordered ts", "replayed_ts"},
     [BEACON_DROP_TABLE_FULL] = {"member table full", "table_full"},
@@ -101,6 +103,39 @@ int beacon_value_is_valid(const char *v)
     return 1;
 }
 
+/* svc=: 1 to BEACON_SERVICE_MAX bytes of [A-Za-z0-9._-], so that a service
+ * name is one word in a log line, a directive and a status page alike. */
+static int service_span_is_valid(const char *s, apr_size_t len)
+{
+    apr_size_t i;
+
+    if (len == 0 || len > BEACON_SERVICE_MAX) {
+        return 0;
+    }
+    for (i = 0; i < len; i++) {
+        char c = s[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int beacon_service_is_valid(const char *name)
+{
+    apr_size_t n = 0;
+
+    if (name == NULL) {
+        return 0;
+    }
+    while (n <= BEACON_SERVICE_MAX && name[n] != '\0') {
+        n++; /* no further than one byte past the longest name */
+    }
+    return service_span_is_valid(name, n);
+}
+
 static int put_field(writer_t *w, const char *key, const char *value)
 {
     if (!beacon_value_is_valid(value)) {
@@ -158,6 +193,9 @@ int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
         ok &= put_number(&w, "seq", a->seq);
     }
     ok &= put_number(&w, "ts", a->ts);
+    if (a->svc) {
+        ok &= beacon_service_is_valid(a->svc) && put_field(&w, "svc", a->svc);
+    }
     if (a->state) {
         ok &= put_field(&w, "state", a->state);
     }
@@ -243,12 +281,18 @@ static tokens_t tokens_of(const char *signed_part, apr_size_t len)
     return t;
 }
 
-/* Step 2: "BEACON" {" " key=value} " mac=" 16 hex; sets *signed_len. */
+/*
+ * Step 2: "BEACON" {" " key=value} " mac=" 16 hex, with at most
+ * BEACON_MAX_FIELDS tokens before the mac; sets *signed_len. The cap
+ * keeps step 4's duplicate scan, quadratic in the number of fields, to
+ * a few hundred comparisons whoever signed the datagram.
+ */
 static int frame_is_valid(const char *buf, apr_size_t len, apr_size_t *signed_len)
 {
     beacon_span_t key, value;
     tokens_t t;
     apr_size_t i;
+    unsigned fields = 0;
     int rv;
 
     if (len < MAGIC_LEN + MAC_TAIL_LEN || memcmp(buf, MAGIC, MAGIC_LEN) != 0) {
@@ -264,8 +308,11 @@ static int frame_is_valid(const char *buf, apr_size_t len, apr_size_t *signed_le
         }
     }
     t = tokens_of(buf, *signed_len);
+    /* only syntax here: fields are interpreted after the MAC */
     while ((rv = next_token(&t, &key, &value)) == 1) {
-        /* only syntax here: fields are interpreted after the MAC */
+        if (++fields > BEACON_MAX_FIELDS) {
+            return 0;
+        }
     }
     return rv == 0;
 }
@@ -300,8 +347,8 @@ static int key_seen_before(const char *signed_part, apr_size_t signed_len,
     tokens_t t = tokens_of(signed_part, signed_len);
     beacon_span_t k, v;
 
-    /* Quadratic in the worst case, but only after the MAC: an authenticated
-     * sender is the only one who can make this loop long. */
+    /* Quadratic, but only after the MAC and over at most BEACON_MAX_FIELDS
+     * tokens (the frame check's cap): a few hundred comparisons at worst. */
     while (next_token(&t, &k, &v) == 1 && k.ptr < key->ptr) {
         if (k.len == key->len && memcmp(k.ptr, key->ptr, k.len) == 0) {
             return 1;
@@ -310,7 +357,8 @@ static int key_seen_before(const char *signed_part, apr_size_t signed_len,
     return 0;
 }
 
-/* Step 4: known fields into out; duplicates and ts syntax. */
+/* Step 4: known fields into out; duplicates and ts syntax (the values of
+ * the version 1.1 fields are check_values()'s). */
 static beacon_reason_t parse_fields(const char *buf, apr_size_t signed_len,
                                     beacon_datagram_t *out)
 {
@@ -324,6 +372,7 @@ static beacon_reason_t parse_fields(const char *buf, apr_size_t signed_len,
         {"pid", 3, offsetof(beacon_datagram_t, pid)},
         {"seq", 3, offsetof(beacon_datagram_t, seq)},
         {"state", 5, offsetof(beacon_datagram_t, state)},
+        {"svc", 3, offsetof(beacon_datagram_t, svc)},
     };
     tokens_t t = tokens_of(buf, signed_len);
     beacon_span_t key, value, ts = {NULL, 0};
@@ -361,6 +410,23 @@ static beacon_reason_t parse_fields(const char *buf, apr_size_t signed_len,
     return BEACON_OK;
 }
 
+/*
+ * Step 4, last: the values of the version 1.1 fields this release acts on,
+ * so that none is ever half-applied. svc only: route and lbfactor are
+ * reserved, ignored like unknown keys until a release implements them.
+ */
+static beacon_reason_t check_values(beacon_datagram_t *out)
+{
+    if (out->svc.ptr != NULL &&
+        !service_span_is_valid(out->svc.ptr, out->svc.len)) {
+        /* a value always follows its "key=" in the buffer */
+        out->bad_field.ptr = out->svc.ptr - (sizeof("svc=") - 1);
+        out->bad_field.len = sizeof("svc") - 1;
+        return BEACON_DROP_BAD_FIELD;
+    }
+    return BEACON_OK;
+}
+
 int beacon_datagram_is_leaving(const beacon_datagram_t *dg)
 {
     return dg->state.ptr != NULL &&
@@ -389,6 +455,8 @@ beacon_reason_t beacon_verify_any(const char *buf, apr_size_t len,
     unsigned i;
     int matched = 0;
 
+    out->bad_field.ptr = NULL; /* set by a bad field only, whatever comes */
+    out->bad_field.len = 0;
     if (len > BEACON_MAX_DATAGRAM) {
         return BEACON_DROP_OVERSIZE;
     }
@@ -405,6 +473,9 @@ beacon_reason_t beacon_verify_any(const char *buf, apr_size_t len,
         return BEACON_DROP_MAC_MISMATCH;
     }
     reason = parse_fields(buf, signed_len, out);
+    if (reason == BEACON_OK) {
+        reason = check_values(out);
+    }
     if (reason != BEACON_OK) {
         return reason;
     }

@@ -63,9 +63,66 @@ static const char *receiver_problem(apr_pool_t *p, server_rec *s,
     return NULL;
 }
 
+/* A receiver as check_config compares it with the others. */
+typedef struct {
+    const char *host;          /* NULL: every address */
+    apr_port_t port;
+    const void *balancer;      /* NULL in log-only mode */
+    const char *where;
+} receiver_seen;
+
+/* Two sockets on one port clash when either takes every address. */
+static int same_udp(const receiver_seen *a, const receiver_seen *b)
+{
+    return a->port == b->port &&
+           (a->host == NULL || b->host == NULL || !strcmp(a->host, "::") ||
+            !strcmp(b->host, "::") || !strcmp(a->host, b->host));
+}
+
+/*
+ * What cannot work with the receivers already seen: two on one UDP port
+ * (the second would retry its bind for ever) or two managing one balancer
+ * (each would call the other's members someone else's). The receiver
+ * itself is added to seen.
+ */
+static const char *receiver_clash(apr_pool_t *p, server_rec *s,
+                                  const beacon_server_conf *conf,
+                                  apr_array_header_t *seen)
+{
+    receiver_seen me = {NULL, 0, NULL, conf->where};
+    int i;
+
+    beacon_receiver_address(p, s, conf, &me.host, &me.port);
+    if (me.port == 0) {
+        return "ProxyBeaconListen: no port given and none to inherit from "
+               "this server";
+    }
+    if (conf->balancer_name) {
+        me.balancer = beacon_proxy_balancer_identity(p, s, conf->balancer_name);
+    }
+    for (i = 0; i < seen->nelts; i++) {
+        const receiver_seen *other = &APR_ARRAY_IDX(seen, i, receiver_seen);
+
+        if (same_udp(&me, other)) {
+            return apr_psprintf(p, "ProxyBeaconListen: udp %s is taken by "
+                                "the receiver of %s already",
+                                beacon_receiver_label(p, me.host, me.port),
+                                other->where);
+        }
+        if (me.balancer && me.balancer == other->balancer) {
+            return apr_psprintf(p, "ProxyBeaconBalancer: balancer://%s has a "
+                                "receiver already (%s); one balancer takes one "
+                                "receiver", conf->balancer_name, other->where);
+        }
+    }
+    APR_ARRAY_PUSH(seen, receiver_seen) = me;
+    return NULL;
+}
+
 static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                         server_rec *main_s)
 {
+    apr_array_header_t *seen = apr_array_make(ptemp, 4, sizeof(receiver_seen));
     server_rec *s;
     int rc = OK;
 
@@ -82,6 +139,9 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
         }
         else if (conf->listen_set) {
             problem = receiver_problem(ptemp, s, conf);
+            if (problem == NULL) {
+                problem = receiver_clash(ptemp, s, conf, seen);
+            }
         }
         else if (conf->targets && conf->nkeys == 0) {
             problem = "ProxyBeaconSecret is required";

@@ -78,6 +78,16 @@ const char *beacon_proxy_check_balancer(apr_pool_t *p, server_rec *s,
                         "or ProxyPass)", name, name);
 }
 
+const void *beacon_proxy_balancer_identity(apr_pool_t *p, server_rec *s,
+                                           const char *name)
+{
+    proxy_balancer *b = ap_proxy_get_balancer(p, proxy_conf(s),
+                                              balancer_url(p, name), 0);
+
+    /* a virtual host's copy of an inherited balancer shares its state */
+    return b ? (const void *)b->s : NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* Registry                                                            */
 

@@ -36,6 +36,14 @@ int beacon_proxy_linked(void);
 const char *beacon_proxy_check_balancer(apr_pool_t *p, server_rec *s,
                                         const char *name);
 
+/*
+ * What makes a configured balancer one balancer, at configuration time:
+ * virtual hosts that inherit balancer://name share it (and get the same
+ * value); one that defines its own gets another. NULL when undefined.
+ */
+const void *beacon_proxy_balancer_identity(apr_pool_t *p, server_rec *s,
+                                           const char *name);
+
 /* In post_config: the receiver's balancer and its registry of members. */
 beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
                                    const char *balancer_name, apr_port_t port);

@@ -127,31 +127,50 @@ static const char *set_balancer(cmd_parms *cmd, void *dummy, const char *arg)
 }
 
 /*
- * ProxyBeaconTimeout, ProxyBeaconMaxSkew, ProxyBeaconInterval: cmd->info
- * is the field's offset in the configuration. Only the timeout may be 0
- * (never evict).
+ * ProxyBeaconTimeout, ProxyBeaconMaxSkew, ProxyBeaconInterval: one setter,
+ * cmd->info says which field and its bounds. The upper bounds are far
+ * beyond any use and keep every deadline (a clock value plus a few of
+ * these) inside the 64-bit microsecond range.
  */
+typedef struct {
+    apr_size_t offset;          /* of the beacon_interval */
+    int zero_ok;                /* 0 means "never" (the timeout) */
+    apr_interval_time_t max;
+    const char *max_text;
+} interval_directive;
+
+#define DAY apr_time_from_sec(24 * 3600)
+
+static interval_directive timeout_of_receiver = {
+    APR_OFFSETOF(beacon_server_conf, timeout), 1, 366 * DAY, "a year"};
+static interval_directive max_skew_of_receiver = {
+    APR_OFFSETOF(beacon_server_conf, max_skew), 0, DAY, "a day"};
+static interval_directive interval_of_sender = {
+    APR_OFFSETOF(beacon_server_conf, interval), 0, DAY, "a day"};
+
 static const char *set_interval(cmd_parms *cmd, void *dummy, const char *arg)
 {
-    beacon_server_conf *conf = cmd_conf(cmd);
-    beacon_interval *slot = (beacon_interval *)((char *)conf +
-                                                (apr_size_t)cmd->info);
-    int allow_zero = slot == &conf->timeout;
+    const interval_directive *rule = cmd->info;
+    beacon_interval *slot = (beacon_interval *)((char *)cmd_conf(cmd) +
+                                                rule->offset);
     apr_interval_time_t t;
 
     (void)dummy;
     if (ap_timeout_parameter_parse(arg, &t, "s") != APR_SUCCESS || t < 0 ||
-        (t == 0 && !allow_zero)) {
+        (t == 0 && !rule->zero_ok)) {
         return apr_psprintf(cmd->pool, "%s: '%s' is not %s interval (e.g. 30, "
                             "30s, 500ms)", cmd->cmd->name, arg,
-                            allow_zero ? "an" : "a positive");
+                            rule->zero_ok ? "an" : "a positive");
+    }
+    if (t > rule->max) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is more than %s, the most "
+                            "it may be", cmd->cmd->name, arg, rule->max_text);
     }
     slot->value = t;
     slot->set = 1;
     return NULL;
 }
 
-#define INTERVAL_OF(field) ((void *)APR_OFFSETOF(beacon_server_conf, field))
 
 /* ------------------------------------------------------------------ */
 /* Both                                                                */
@@ -290,10 +309,10 @@ const command_rec beacon_cmds[] = {
     AP_INIT_TAKE1("ProxyBeaconBalancer", set_balancer, NULL, RSRC_CONF,
         "the balancer (name or balancer://name) announced backends join; "
         "without it the receiver only logs"),
-    AP_INIT_TAKE1("ProxyBeaconTimeout", set_interval, INTERVAL_OF(timeout),
+    AP_INIT_TAKE1("ProxyBeaconTimeout", set_interval, &timeout_of_receiver,
         RSRC_CONF,
         "silence after which a member is disabled (default 0: never)"),
-    AP_INIT_TAKE1("ProxyBeaconMaxSkew", set_interval, INTERVAL_OF(max_skew),
+    AP_INIT_TAKE1("ProxyBeaconMaxSkew", set_interval, &max_skew_of_receiver,
         RSRC_CONF,
         "how far an announcement's timestamp may be from the clock "
         "(default 30s)"),
@@ -306,7 +325,7 @@ const command_rec beacon_cmds[] = {
     AP_INIT_TAKE1("ProxyBeaconAdvertise", set_advertise, NULL, RSRC_CONF,
         "this backend's origin as the proxies should reach it, "
         "scheme://host[:port]"),
-    AP_INIT_TAKE1("ProxyBeaconInterval", set_interval, INTERVAL_OF(interval),
+    AP_INIT_TAKE1("ProxyBeaconInterval", set_interval, &interval_of_sender,
         RSRC_CONF,
         "time between announcements (default 5s)"),
     {NULL}

@@ -49,37 +49,42 @@ static int is_wildcard(const char *host)
     return !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "*");
 }
 
-/* ProxyBeaconListen's missing parts come from this server's address. */
-static void inherit_address(beacon_receiver *r, apr_pool_t *p)
+void beacon_receiver_address(apr_pool_t *p, server_rec *s,
+                             const beacon_server_conf *conf, const char **host,
+                             apr_port_t *port)
 {
-    const char *host = r->conf->listen_host;
-    apr_port_t port = r->conf->listen_port;
     apr_sockaddr_t *own = NULL;
 
-    if (r->s->is_virtual && r->s->addrs) {
-        own = r->s->addrs->host_addr;
-        if (port == 0) {
-            port = r->s->addrs->host_port;
+    *host = conf->listen_host;
+    *port = conf->listen_port;
+    if (s->is_virtual && s->addrs) {
+        own = s->addrs->host_addr;
+        if (*port == 0) {
+            *port = s->addrs->host_port;
         }
     }
     else if (ap_listeners && ap_listeners->bind_addr) {
         own = ap_listeners->bind_addr;
-        if (port == 0) {
-            port = own->port;
+        if (*port == 0) {
+            *port = own->port;
         }
     }
-    if (host == NULL && own) {
-        apr_sockaddr_ip_get((char **)&host, own);
+    if (*host == NULL && own) {
+        apr_sockaddr_ip_get((char **)host, own);
     }
-    if (host && is_wildcard(host)) {
-        host = strchr(host, ':') ? "::" : NULL;
+    if (*host && is_wildcard(*host)) {
+        *host = strchr(*host, ':') ? "::" : NULL;
     }
-    r->bind_host = host ? apr_pstrdup(p, host) : NULL;
-    r->bind_port = port;
-    r->label = apr_psprintf(p, "%s%s%s:%u", host && strchr(host, ':') ? "[" : "",
-                            host ? host : "*",
-                            host && strchr(host, ':') ? "]" : "",
-                            (unsigned)port);
+    *host = *host ? apr_pstrdup(p, *host) : NULL;
+}
+
+const char *beacon_receiver_label(apr_pool_t *p, const char *host,
+                                  apr_port_t port)
+{
+    int v6 = host && strchr(host, ':');
+
+    return apr_psprintf(p, "%s%s%s:%u", v6 ? "[" : "", host ? host : "*",
+                        v6 ? "]" : "", (unsigned)port);
 }
 
 /* The balancer and its registry; members the registry lists come back now,
@@ -123,15 +128,11 @@ static beacon_receiver *make_receiver(apr_pool_t *pconf, server_rec *s,
 
     r->s = s;
     r->conf = conf;
-    inherit_address(r, pconf);
+    /* check_config made sure there is a port */
+    beacon_receiver_address(pconf, s, conf, &r->bind_host, &r->bind_port);
+    r->label = beacon_receiver_label(pconf, r->bind_host, r->bind_port);
     r->shared = beacon_shm_create(pconf, s, sizeof(*r->shared));
     if (r->shared == NULL) {
-        return NULL;
-    }
-    if (r->bind_port == 0) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00010)
-                     "ProxyBeaconListen (%s): no port given and none to "
-                     "inherit from this server", conf->where);
         return NULL;
     }
     if (conf->balancer_name && attach_balancer(r, pconf) != APR_SUCCESS) {

@@ -20,6 +20,20 @@ typedef struct {
     const beacon_receiver_status *shared;
 } beacon_receiver_view;
 
+/*
+ * Where the receiver of s listens: ProxyBeaconListen's parts, the missing
+ * ones from the server's own address (a virtual host's, else the first
+ * Listen). *host NULL is every address; *port 0, none known. Also for
+ * check_config, which refuses a missing port and two receivers on one.
+ */
+void beacon_receiver_address(apr_pool_t *p, server_rec *s,
+                             const beacon_server_conf *conf, const char **host,
+                             apr_port_t *port);
+
+/* "addr:port", "[v6]:port" or "*:port", for log lines. */
+const char *beacon_receiver_label(apr_pool_t *p, const char *host,
+                                  apr_port_t port);
+
 /* Every receiver, for the status pages; returns how many. */
 int beacon_receiver_views(apr_pool_t *p, beacon_receiver_view **views);
 

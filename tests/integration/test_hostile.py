@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from beacon_env import Announcer, Heartbeat, make_proxy, receiver_config, wait_member
+from beacon_env import SECRET as SECRET_, make_proxy, receiver_config, wait_member
 from httpd import free_port, wait_for
 
 pytestmark = pytest.mark.beacon
@@ -84,3 +84,74 @@ def test_a_configured_member_spelled_differently_is_still_the_admins(
     ann.announce(url)
     h.wait_log(r"BCN00032: member not managed by beacon: %s" % re.escape(url))
     assert len(h.balancer_members()) == 1, h.balancer_members()
+
+
+def vhost(port, body):
+    return (f"Listen 127.0.0.1:{port}\n<VirtualHost 127.0.0.1:{port}>\n"
+            f"    ServerName v{port}.test\n{body}</VirtualHost>\n")
+
+
+def vhost_receiver(port, udp, balancer="cluster", own_balancer=False):
+    own = (f"    <Proxy balancer://{balancer}>\n        ProxySet growth=2\n"
+           "    </Proxy>\n") if own_balancer else ""
+    return vhost(port, own + "".join(
+        f"    {line}\n" for line in receiver_config(udp, balancer=balancer).splitlines()))
+
+
+def unworkable_configs():
+    p1, p2, udp = free_port(), free_port(), free_port()
+    return [
+        ("two receivers on one udp port",
+         receiver_config(udp) + vhost_receiver(p1, udp, own_balancer=True),
+         f"ProxyBeaconListen: udp 127.0.0.1:{udp} is taken by the receiver of "),
+        ("a receiver on every address and one on 127.0.0.1, one port",
+         receiver_config(udp, listen=f":{udp}").replace(
+             f"ProxyBeaconListen :{udp}", f"ProxyBeaconListen *:{udp}")
+         + vhost_receiver(p1, udp, own_balancer=True),
+         "is taken by the receiver of "),
+        ("two receivers on one inherited port",
+         vhost(p1, f"    ProxyBeaconListen\n    ProxyBeaconSecret {SECRET_}\n")
+         + vhost(p1, f"    ServerAlias other.test\n    ProxyBeaconListen\n"
+                     f"    ProxyBeaconSecret {SECRET_}\n").replace(
+                         f"Listen 127.0.0.1:{p1}\n", ""),
+         "is taken by the receiver of "),
+        ("two virtual hosts managing the main server's balancer",
+         vhost_receiver(p1, free_port()) + vhost_receiver(p2, free_port()),
+         "ProxyBeaconBalancer: balancer://cluster has a receiver already ("),
+        ("a timeout of more than a year", receiver_config(udp, timeout="31708801"),
+         "ProxyBeaconTimeout: '31708801' is more than a year"),
+        ("a max skew of more than a day", receiver_config(udp) + "ProxyBeaconMaxSkew 86401\n",
+         "ProxyBeaconMaxSkew: '86401' is more than a day"),
+        ("an interval of more than a day",
+         f"ProxyBeaconAddress 127.0.0.1:{udp}\nProxyBeaconSecret {SECRET_}\n"
+         "ProxyBeaconInterval 86401\n",
+         "ProxyBeaconInterval: '86401' is more than a day"),
+        ("the largest timeout that overflowed", receiver_config(udp, timeout="9200000000000"),
+         "ProxyBeaconTimeout: '9200000000000' is more than a year"),
+    ]
+
+
+@pytest.mark.parametrize("case,config,message", unworkable_configs(),
+                         ids=[c[0] for c in unworkable_configs()])
+def test_configurations_that_cannot_work_fail_apache2_t(httpd_factory, case, config,
+                                                         message):
+    h = httpd_factory(tail_config=config)
+    rc, out = h.check_config()
+    assert rc != 0, f"{case}: apache2 -t passed:\n{out}"
+    assert message in out, out
+    assert len([l for l in out.splitlines() if message in l]) == 1, out
+
+
+def test_virtual_hosts_with_balancers_of_their_own_may_share_the_name(httpd_factory):
+    p1, p2 = free_port(), free_port()
+    h = httpd_factory(tail_config=vhost_receiver(p1, free_port(), own_balancer=True)
+                      + vhost_receiver(p2, free_port(), own_balancer=True))
+    rc, out = h.check_config()
+    assert rc == 0, out
+
+
+def test_the_largest_bounds_are_accepted(httpd_factory):
+    h = httpd_factory(tail_config=receiver_config(free_port(), timeout="31536000")
+                      + "ProxyBeaconMaxSkew 86400\n")
+    rc, out = h.check_config()
+    assert rc == 0, out

@@ -1069,6 +1069,101 @@ static void receive_runs_every_step(void **state)
     assert_state_equal(rec->state, BEACON_REC_EVICTED, "left");
 }
 
+/*
+ * A receiver with a service (ProxyBeaconService): a datagram for another
+ * service, or for none, is dropped before its url or ts reach the table,
+ * so it can neither add a member nor move a member's replay mark. NULL or
+ * "" accepts any datagram again.
+ */
+static void a_foreign_service_never_touches_the_table(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_key_t k = spec_hex_key();
+    beacon_record_t *rec;
+    beacon_event_t ev;
+    char dg[512];
+    size_t len;
+
+    (void)state;
+    assert_string_equal(t->service, ""); /* none until set */
+    beacon_table_set_service(t, "shop");
+    assert_string_equal(t->service, "shop");
+    len = sign(dg, sizeof dg, &k,
+               "BEACON url=http://a ts=1796000000000000 svc=shop");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N, &ev), BEACON_OK,
+                        "the receiver's service");
+    assert_action_equal(ev.action, BEACON_ACT_ADD, "the receiver's service");
+    rec = ev.rec;
+    beacon_table_added(rec);
+
+    len = sign(dg, sizeof dg, &k,
+               "BEACON url=http://a ts=1796000000000005 svc=cart");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + SEC, &ev),
+                        BEACON_DROP_WRONG_SERVICE, "another service");
+    assert_null(ev.rec);
+    assert_string_equal(ev.url, "");
+    len = sign(dg, sizeof dg, &k, "BEACON url=http://a ts=1796000000000006");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + SEC, &ev),
+                        BEACON_DROP_WRONG_SERVICE, "no service");
+    len = sign(dg, sizeof dg, &k,
+               "BEACON url=http://b ts=1796000000000006 svc=cart");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + SEC, &ev),
+                        BEACON_DROP_WRONG_SERVICE, "a new url, another service");
+    assert_true(rec->high_ts == N);
+    assert_true(rec->last_seen == N);
+    assert_null(beacon_table_find(t, "http://b"));
+    assert_int_equal(t->count, 1);
+
+    /* The member's own next datagram, older than the foreign ones. */
+    len = sign(dg, sizeof dg, &k,
+               "BEACON url=http://a ts=1796000000000003 svc=shop");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + SEC, &ev),
+                        BEACON_OK, "the member after foreign datagrams");
+    assert_action_equal(ev.action, BEACON_ACT_RENEW, "renewed");
+
+    beacon_table_set_service(t, NULL);
+    assert_string_equal(t->service, "");
+    len = sign(dg, sizeof dg, &k,
+               "BEACON url=http://a ts=1796000000000007 svc=cart");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + SEC, &ev),
+                        BEACON_OK, "no service: any svc");
+    beacon_table_set_service(t, "");
+    len = sign(dg, sizeof dg, &k, "BEACON url=http://a ts=1796000000000008");
+    assert_reason_equal(beacon_receive(t, &k, dg, len, N + SEC, &ev),
+                        BEACON_OK, "no service: no svc");
+}
+
+/* set_service takes a valid name only; anything else is a caller's bug,
+ * and the table then fails closed: no datagram names that service. */
+static void an_invalid_service_matches_no_datagram(void **state)
+{
+    static const char *const bad[] = {
+        "shop!", "my shop",
+        "s123456789012345678901234567890123456789012345678901234567890123",
+    };
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_key_t k = spec_hex_key();
+    beacon_event_t ev;
+    char dg[512];
+    size_t i, len;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(bad); i++) {
+        beacon_table_set_service(t, bad[i]);
+        assert_true(t->service[0] != '\0');
+        assert_false(beacon_service_is_valid(t->service));
+        len = sign(dg, sizeof dg, &k, "BEACON url=http://a ts=1796000000000000 "
+                                      "svc=s12345678901234567890123456789012"
+                                      "345678901234567890123456789012");
+        assert_reason_equal(beacon_receive(t, &k, dg, len, N, &ev),
+                            BEACON_DROP_WRONG_SERVICE, bad[i]);
+        len = sign(dg, sizeof dg, &k, "BEACON url=http://a ts=1796000000000000");
+        assert_reason_equal(beacon_receive(t, &k, dg, len, N, &ev),
+                            BEACON_DROP_WRONG_SERVICE, bad[i]);
+    }
+    assert_int_equal(t->count, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1099,6 +1194,8 @@ int main(void)
         cmocka_unit_test_teardown(next_deadline_is_the_earliest_due_event, free_tables),
         cmocka_unit_test_teardown(next_deadline_includes_releases, free_tables),
         cmocka_unit_test_teardown(receive_runs_every_step, free_tables),
+        cmocka_unit_test_teardown(a_foreign_service_never_touches_the_table, free_tables),
+        cmocka_unit_test_teardown(an_invalid_service_matches_no_datagram, free_tables),
     };
 
     return cmocka_run_group_tests_name("table", tests, NULL, NULL);

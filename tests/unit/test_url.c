@@ -184,6 +184,56 @@ static void len_is_honoured_in_an_unterminated_buffer(void **state)
     assert_non_null(beacon_url_canonicalize(in, 14, out, sizeof out));
 }
 
+typedef struct {
+    const char *url;
+    const char *message; /* a part of it */
+} message_row_t;
+
+/*
+ * What a refusal says, for the rules that keep a member within what httpd
+ * can hold: its hostname_ex is 256 bytes with the NUL, its scheme 16, and
+ * it proxies a member only by one of ten schemes.
+ */
+static void refusals_say_which_limit_or_scheme(void **state)
+{
+    static const message_row_t rows[] = {
+        {"balancer://cluster", "the scheme is not one httpd proxies to a "
+                               "member (http, https, ws, wss, h2, h2c, ajp, "
+                               "fcgi, scgi, uwsgi)"},
+        {"FTP://h", "not one httpd proxies to a member"},
+        {"abcdefghijklmnop://h", "the scheme is longer than 15 bytes"},
+        {"unix:/run/x.sock|http://h", "the unix: socket form"},
+        {"uwsgi://h", "a uwsgi url needs a port"},
+    };
+    char host[300], url[320], out[BEACON_URL_MAX];
+    const char *msg;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(rows); i++) {
+        msg = canon_guarded(rows[i].url, strlen(rows[i].url), out, sizeof out);
+        if (msg == NULL || strstr(msg, rows[i].message) == NULL) {
+            print_error("case: %s: \"%s\"\n", rows[i].url, msg ? msg : "(ok)");
+        }
+        assert_non_null(msg);
+        assert_non_null(strstr(msg, rows[i].message));
+    }
+    /* 253 bytes are a host; 254 to 292 (once accepted, then fatal to an
+     * httpd child) are not. */
+    for (i = 253; i <= 292; i++) {
+        memset(host, 'h', i);
+        host[i] = '\0';
+        (void)snprintf(url, sizeof url, "http://%s:8080", host);
+        msg = canon_guarded(url, strlen(url), out, sizeof out);
+        if (i == 253) {
+            assert_null(msg);
+            continue;
+        }
+        assert_non_null(msg);
+        assert_string_equal(msg, "the host is longer than 253 bytes");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +242,7 @@ int main(void)
         cmocka_unit_test(result_must_fit_in_outsize),
         cmocka_unit_test(only_len_bytes_are_read),
         cmocka_unit_test(len_is_honoured_in_an_unterminated_buffer),
+        cmocka_unit_test(refusals_say_which_limit_or_scheme),
     };
 
     return cmocka_run_group_tests_name("url", tests, NULL, NULL);
