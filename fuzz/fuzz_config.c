@@ -13,6 +13,12 @@
  *       The verdict is deterministic, more flags never refuse what fewer
  *       accepted, and an accepted host and port written back as
  *       HOST:PORT ([HOST]:PORT for IPv6) parse as themselves.
+ *   first byte 'V': ProxyBeaconService (and beaconctl --service):
+ *       beacon_service_is_valid() must agree with the rule restated here
+ *       (1 to 63 of [A-Za-z0-9._-]); beacon_format() writes svc= exactly
+ *       for a valid name, and a receiver of that service accepts the
+ *       datagram while one of another service, or of none but the
+ *       datagram has no svc, drops it as wrong service.
  *   otherwise, by first byte % 4:
  *   1 ('A'): ProxyBeaconAdvertise <arg>
  *       beacon_url_canonicalize(arg, strlen(arg), ...); an accepted url is
@@ -72,7 +78,8 @@ static void advertise(const char *arg)
 {
     char canonical[BEACON_URL_MAX];
     char buf[BEACON_MAX_DATAGRAM + 1];
-    beacon_announcement_t a = {NULL, "fuzz-host", 4242, 1, FUZZ_NOW, NULL};
+    beacon_announcement_t a = {NULL, "fuzz-host", 4242, 1, FUZZ_NOW, NULL,
+                               NULL};
     beacon_event_t ev;
     beacon_reason_t r;
     const char *err;
@@ -117,7 +124,7 @@ static void advertise(const char *arg)
 static void secret(const char *arg)
 {
     beacon_announcement_t a = {"http://10.0.0.5:8080", "web-1", 4242, 17,
-                               FUZZ_NOW, NULL};
+                               FUZZ_NOW, NULL, NULL};
     char buf[BEACON_MAX_DATAGRAM + 1];
     beacon_datagram_t dg;
     beacon_key_t k;
@@ -263,7 +270,7 @@ static void host_port(unsigned flags, const char *arg)
 static void host(const char *name)
 {
     static const char url[] = "http://10.0.0.5:8080";
-    beacon_announcement_t a = {url, NULL, 4242, 17, FUZZ_NOW, NULL};
+    beacon_announcement_t a = {url, NULL, 4242, 17, FUZZ_NOW, NULL, NULL};
     char *buf = malloc(BEACON_MAX_DATAGRAM + 1);
     beacon_datagram_t dg;
     beacon_reason_t r;
@@ -292,6 +299,64 @@ static void host(const char *name)
     free(buf);
 }
 
+/* The service rule, restated: beacon_service_is_valid is under test. */
+static int service_is_valid(const char *name)
+{
+    size_t n = strlen(name), i;
+
+    for (i = 0; i < n; i++) {
+        if (!((name[i] >= 'a' && name[i] <= 'z') ||
+              (name[i] >= 'A' && name[i] <= 'Z') ||
+              (name[i] >= '0' && name[i] <= '9') || name[i] == '.' ||
+              name[i] == '_' || name[i] == '-')) {
+            return 0;
+        }
+    }
+    return n >= 1 && n <= BEACON_SERVICE_MAX;
+}
+
+/* One datagram through a receiver of service (NULL: none). */
+static beacon_reason_t receive_as(const char *service, const char *buf,
+                                  int n)
+{
+    beacon_event_t ev;
+
+    beacon_table_init(&table, FUZZ_TIMEOUT, FUZZ_SKEW);
+    beacon_table_set_service(&table, service);
+    return beacon_receive(&table, &spec_key, buf, (size_t)n, FUZZ_NOW, &ev);
+}
+
+static void service(const char *name)
+{
+    beacon_announcement_t a = {"http://10.0.0.5:8080", NULL, -1, -1, FUZZ_NOW,
+                               NULL, NULL};
+    char buf[BEACON_MAX_DATAGRAM + 1];
+    int valid = service_is_valid(name), n;
+    beacon_reason_t r;
+
+    FUZZ_CHECK(beacon_service_is_valid(name) == valid,
+               "service \"%s\": library says %d", name, !valid);
+    a.svc = name;
+    n = beacon_format(buf, sizeof(buf), &a, &spec_key);
+    if (!valid) {
+        FUZZ_CHECK(n == -1, "invalid svc formatted");
+        return;
+    }
+    FUZZ_CHECK(n > 0, "valid svc \"%s\" not formatted", name);
+    r = receive_as(name, buf, n);
+    FUZZ_CHECK(r == BEACON_OK, "own service: %s", beacon_reason_name(r));
+    r = receive_as(NULL, buf, n);
+    FUZZ_CHECK(r == BEACON_OK, "no service: %s", beacon_reason_name(r));
+    r = receive_as(strcmp(name, "other") == 0 ? "another" : "other", buf, n);
+    FUZZ_CHECK(r == BEACON_DROP_WRONG_SERVICE, "another service: %s",
+               beacon_reason_name(r));
+    a.svc = NULL;
+    n = beacon_format(buf, sizeof(buf), &a, &spec_key);
+    r = receive_as(name, buf, n);
+    FUZZ_CHECK(r == BEACON_DROP_WRONG_SERVICE, "no svc: %s",
+               beacon_reason_name(r));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -317,6 +382,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     arg = fuzz_cstr(data + 1, size - 1);
+    if (data[0] == 'V') {
+        service(arg);
+        free(arg);
+        return 0;
+    }
     switch (data[0] % 4) {
     case 1:
         advertise(arg);

@@ -18,16 +18,24 @@
  *       !back N   ... or N seconds back (a stepped clock; not below 0)
  *       !fill N   beacon_table_adopt() of N synthetic members (up to 300)
  *       !lapse    beacon_table_next_lapsed(), _release(), _next_deadline()
+ *       !service NAME  beacon_table_set_service() with the rest of the
+ *                 line (empty: none; an invalid name fails closed)
  *     An accepted url's BEACON_ACT_ADD is answered with _added(),
  *     _add_failed() or _not_managed(), chosen by the line's length mod 3.
  *
  * Invariants checked beyond "no crash, leak or UB":
  *  - reasons are in range, deterministic, and follow the wire format's
- *    order (oversize, then NUL, then frame, then MAC);
+ *    order (oversize, then NUL, then frame, then MAC); whatever passes
+ *    the frame check has at most BEACON_MAX_FIELDS fields;
+ *  - bad_field names svc on a bad field and nothing on any other verdict;
+ *    an accepted svc is a valid service name;
  *  - a correctly signed datagram is never a MAC mismatch, and one that
  *    passes under the key fails under another key;
  *  - BEACON_OK: every span lies inside the signed part of the buffer, is
  *    non-empty, holds no space; ts is 1-18 digits' worth and fresh;
+ *  - a receiver with a service drops a datagram that does not name it as
+ *    wrong service, and the table (count, the record's replay mark and
+ *    last_seen) is left exactly as it was;
  *  - beacon_receive() agrees with beacon_verify() and the canonical url is
  *    a fixed point of beacon_url_canonicalize(); the record it returns is
  *    that url's, with the datagram's ts as high-water mark;
@@ -42,6 +50,25 @@
 
 static beacon_key_t key, other;
 static beacon_table_t table; /* ~90 KiB: static, not on the stack */
+
+/* The wire format's service rule, written out again on purpose (the
+ * library's own is what is under test). */
+static int service_is_valid(const char *s, size_t len)
+{
+    size_t i;
+
+    if (len == 0 || len > BEACON_SERVICE_MAX) {
+        return 0;
+    }
+    for (i = 0; i < len; i++) {
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '_' ||
+              s[i] == '-')) {
+            return 0;
+        }
+    }
+    return 1;
+}
 
 static void check_span(const char *what, beacon_span_t s, const char *buf,
                        size_t signed_len)
@@ -78,10 +105,38 @@ static void check_datagram(const char *buf, size_t len,
     check_span("pid", dg->pid, buf, signed_len);
     check_span("seq", dg->seq, buf, signed_len);
     check_span("state", dg->state, buf, signed_len);
+    check_span("svc", dg->svc, buf, signed_len);
+    FUZZ_CHECK(dg->svc.ptr == NULL || service_is_valid(dg->svc.ptr, dg->svc.len),
+               "accepted svc=%.*s", (int)dg->svc.len, dg->svc.ptr);
+    FUZZ_CHECK(dg->bad_field.ptr == NULL, "bad_field set on BEACON_OK");
     FUZZ_CHECK(dg->ts >= 0 && dg->ts <= TS_LIMIT, "ts %lld out of range",
                (long long)dg->ts);
     FUZZ_CHECK(dg->ts - now <= FUZZ_SKEW && now - dg->ts <= FUZZ_SKEW,
                "ts %lld not fresh at %lld", (long long)dg->ts, (long long)now);
+}
+
+/* Past the frame check: at most BEACON_MAX_FIELDS tokens before the mac
+ * (one space before each), and bad_field exactly on a bad field. */
+static void check_fields(const char *buf, size_t len, beacon_reason_t r,
+                         const beacon_datagram_t *dg)
+{
+    size_t i, fields = 0;
+
+    for (i = 0; i + MAC_TAIL_LEN < len; i++) {
+        fields += buf[i] == ' ';
+    }
+    FUZZ_CHECK(fields <= BEACON_MAX_FIELDS, "%zu fields got past the frame "
+               "check: %s", fields, beacon_reason_name(r));
+    if (r != BEACON_DROP_BAD_FIELD) {
+        FUZZ_CHECK(dg->bad_field.ptr == NULL, "bad_field set on %s",
+                   beacon_reason_name(r));
+        return;
+    }
+    FUZZ_CHECK(dg->bad_field.ptr > buf &&
+                   dg->bad_field.ptr + dg->bad_field.len + 1 < buf + len &&
+                   dg->bad_field.len == 3 &&
+                   memcmp(dg->bad_field.ptr, "svc=", 4) == 0,
+               "bad field without bad_field naming svc");
 }
 
 /* A verdict reached before the MAC is checked (steps 1 and 2). */
@@ -101,8 +156,9 @@ static beacon_reason_t verify_checked(const char *buf, size_t len,
     r = beacon_verify(buf, len, &key, now, FUZZ_SKEW, &dg);
     FUZZ_CHECK((unsigned)r < BEACON_REASON_COUNT, "reason %d", (int)r);
     FUZZ_CHECK(r != BEACON_DROP_UNACCEPTABLE_URL &&
-                   r != BEACON_DROP_REPLAYED_TS && r != BEACON_DROP_TABLE_FULL,
-               "beacon_verify gave a table-step reason: %s",
+                   r != BEACON_DROP_REPLAYED_TS && r != BEACON_DROP_TABLE_FULL &&
+                   r != BEACON_DROP_WRONG_SERVICE,
+               "beacon_verify gave a receive-step reason: %s",
                beacon_reason_name(r));
     FUZZ_CHECK((r == BEACON_DROP_OVERSIZE) == (len > BEACON_MAX_DATAGRAM),
                "oversize is about length alone: %s for %zu bytes",
@@ -115,6 +171,9 @@ static beacon_reason_t verify_checked(const char *buf, size_t len,
     if (correctly_signed) {
         FUZZ_CHECK(r != BEACON_DROP_MAC_MISMATCH,
                    "a correctly signed datagram is a mac mismatch");
+    }
+    if (!pre_mac(r)) {
+        check_fields(buf, len, r, &dg);
     }
 
     r2 = beacon_verify(buf, len, &key, now, FUZZ_SKEW, &dg2);
@@ -324,19 +383,150 @@ static void check_action(const beacon_event_t *ev, int leaving)
     }
 }
 
+/* The verdict on a verified datagram with a url, once the table ran. */
+static void check_url_verdict(const beacon_datagram_t *dg, beacon_reason_t r,
+                              const beacon_event_t *ev, apr_time_t now)
+{
+    char canon[BEACON_URL_MAX];
+    const char *err = beacon_url_canonicalize(dg->url.ptr, dg->url.len, canon,
+                                              sizeof(canon));
+    beacon_record_t *rec;
+
+    if (err != NULL) {
+        FUZZ_CHECK(r == BEACON_DROP_UNACCEPTABLE_URL && ev->url[0] == '\0',
+                   "url refused (%s) but receive gave %s", err,
+                   beacon_reason_name(r));
+        return;
+    }
+    FUZZ_CHECK(strcmp(ev->url, canon) == 0, "event url %s, canonical %s",
+               ev->url, canon);
+    fuzz_check_fixed_point(ev->url);
+    switch (r) {
+    case BEACON_OK:
+        FUZZ_CHECK(ev->rec != NULL && strcmp(ev->rec->url, ev->url) == 0,
+                   "record for %s", ev->url);
+        FUZZ_CHECK(ev->rec->high_ts == dg->ts && ev->rec->last_seen == now,
+                   "record not advanced");
+        check_action(ev, beacon_datagram_is_leaving(dg));
+        break;
+    case BEACON_DROP_REPLAYED_TS:
+        rec = beacon_table_find(&table, ev->url);
+        FUZZ_CHECK(rec != NULL && rec->high_ts >= dg->ts,
+                   "replay verdict without a higher mark");
+        break;
+    case BEACON_DROP_TABLE_FULL:
+        FUZZ_CHECK(table.count == BEACON_TABLE_CAPACITY &&
+                       beacon_table_find(&table, ev->url) == NULL,
+                   "table full at %u records", table.count);
+        break;
+    default:
+        FUZZ_CHECK(0, "table step gave %s", beacon_reason_name(r));
+    }
+}
+
+/* What a table knows of one url, to show that a drop changed nothing. */
+typedef struct {
+    unsigned count;
+    int found;
+    beacon_record_t rec;
+} snapshot_t;
+
+static snapshot_t snapshot(const beacon_datagram_t *dg)
+{
+    char canon[BEACON_URL_MAX];
+    snapshot_t s;
+    beacon_record_t *rec = NULL;
+
+    memset(&s, 0, sizeof(s));
+    s.count = table.count;
+    if (dg->url.ptr != NULL &&
+        beacon_url_canonicalize(dg->url.ptr, dg->url.len, canon,
+                                sizeof(canon)) == NULL) {
+        rec = beacon_table_find(&table, canon);
+    }
+    if (rec != NULL) {
+        s.found = 1;
+        s.rec = *rec;
+    }
+    return s;
+}
+
+/* Whether the table's service lets a verified datagram in (restated). */
+static int is_for_table(const beacon_datagram_t *dg)
+{
+    size_t n = strlen(table.service);
+
+    return n == 0 || (dg->svc.ptr != NULL && dg->svc.len == n &&
+                      memcmp(dg->svc.ptr, table.service, n) == 0);
+}
+
+/* A foreign datagram: wrong service, and the table as it was. */
+static void check_foreign(const beacon_datagram_t *dg, beacon_reason_t r,
+                          const beacon_event_t *ev, const snapshot_t *before)
+{
+    snapshot_t after = snapshot(dg);
+
+    FUZZ_CHECK(r == BEACON_DROP_WRONG_SERVICE && ev->rec == NULL &&
+                   ev->url[0] == '\0',
+               "svc not the table's \"%s\", yet %s", table.service,
+               beacon_reason_name(r));
+    FUZZ_CHECK(after.count == before->count && after.found == before->found &&
+                   (!after.found ||
+                    memcmp(&after.rec, &before->rec, sizeof(after.rec)) == 0),
+               "a wrong service changed the table");
+}
+
+/* Answers an add as the module would: added, failed or not managed,
+ * chosen by the line's length. */
+static void answer(beacon_event_t *ev, size_t len, apr_time_t now)
+{
+    switch (ev->action) {
+    case BEACON_ACT_ADD:
+        if (len % 3 == 0) {
+            beacon_table_added(ev->rec);
+            FUZZ_CHECK(ev->rec->state == BEACON_REC_ACTIVE, "added");
+        }
+        else if (len % 3 == 1) {
+            beacon_table_add_failed(ev->rec, now);
+            FUZZ_CHECK(ev->rec->state == BEACON_REC_PENDING &&
+                           ev->rec->backoff >= BEACON_BACKOFF_MIN &&
+                           ev->rec->backoff <= BEACON_BACKOFF_MAX &&
+                           ev->rec->retry_at == now + ev->rec->backoff,
+                       "add_failed: backoff %lld", (long long)ev->rec->backoff);
+        }
+        else {
+            beacon_table_not_managed(ev->rec);
+        }
+        break;
+    case BEACON_ACT_ENABLE:
+        FUZZ_CHECK(ev->rec->state == BEACON_REC_ACTIVE, "enable");
+        break;
+    case BEACON_ACT_DISABLE:
+        FUZZ_CHECK(ev->rec->state == BEACON_REC_EVICTED, "disable");
+        break;
+    default:
+        break;
+    }
+}
+
 static void receive_line(const char *line, size_t len, apr_time_t now)
 {
     beacon_event_t ev;
     beacon_datagram_t dg;
     beacon_reason_t r, rv;
+    snapshot_t before;
     size_t dglen;
     char *dgbuf = resign(line, len, &dglen);
 
     rv = beacon_verify(dgbuf, dglen, &key, now, table.max_skew, &dg);
+    before = snapshot(&dg);
     r = beacon_receive(&table, &key, dgbuf, dglen, now, &ev);
     if (rv != BEACON_OK) {
         FUZZ_CHECK(r == rv, "receive %s, verify %s", beacon_reason_name(r),
                    beacon_reason_name(rv));
+    }
+    else if (!is_for_table(&dg)) {
+        check_foreign(&dg, r, &ev, &before);
     }
     else if (dg.url.ptr == NULL) {
         FUZZ_CHECK(r == BEACON_OK && ev.rec == NULL && ev.url[0] == '\0' &&
@@ -344,78 +534,35 @@ static void receive_line(const char *line, size_t len, apr_time_t now)
                    "heartbeat gave %s", beacon_reason_name(r));
     }
     else {
-        char canon[BEACON_URL_MAX];
-        const char *err = beacon_url_canonicalize(dg.url.ptr, dg.url.len, canon,
-                                                  sizeof(canon));
-
-        if (err != NULL) {
-            FUZZ_CHECK(r == BEACON_DROP_UNACCEPTABLE_URL && ev.url[0] == '\0',
-                       "url refused (%s) but receive gave %s", err,
-                       beacon_reason_name(r));
-        }
-        else {
-            FUZZ_CHECK(strcmp(ev.url, canon) == 0, "event url %s, canonical %s",
-                       ev.url, canon);
-            fuzz_check_fixed_point(ev.url);
-            switch (r) {
-            case BEACON_OK:
-                FUZZ_CHECK(ev.rec != NULL && strcmp(ev.rec->url, ev.url) == 0,
-                           "record for %s", ev.url);
-                FUZZ_CHECK(ev.rec->high_ts == dg.ts && ev.rec->last_seen == now,
-                           "record not advanced");
-                check_action(&ev, beacon_datagram_is_leaving(&dg));
-                break;
-            case BEACON_DROP_REPLAYED_TS: {
-                beacon_record_t *rec = beacon_table_find(&table, ev.url);
-
-                FUZZ_CHECK(rec != NULL && rec->high_ts >= dg.ts,
-                           "replay verdict without a higher mark");
-                break;
-            }
-            case BEACON_DROP_TABLE_FULL:
-                FUZZ_CHECK(table.count == BEACON_TABLE_CAPACITY &&
-                               beacon_table_find(&table, ev.url) == NULL,
-                           "table full at %u records", table.count);
-                break;
-            default:
-                FUZZ_CHECK(0, "table step gave %s", beacon_reason_name(r));
-            }
-        }
+        check_url_verdict(&dg, r, &ev, now);
     }
-
     if (r == BEACON_OK && ev.rec != NULL) {
-        switch (ev.action) {
-        case BEACON_ACT_ADD:
-            switch (len % 3) {
-            case 0:
-                beacon_table_added(ev.rec);
-                FUZZ_CHECK(ev.rec->state == BEACON_REC_ACTIVE, "added");
-                break;
-            case 1:
-                beacon_table_add_failed(ev.rec, now);
-                FUZZ_CHECK(ev.rec->state == BEACON_REC_PENDING &&
-                               ev.rec->backoff >= BEACON_BACKOFF_MIN &&
-                               ev.rec->backoff <= BEACON_BACKOFF_MAX &&
-                               ev.rec->retry_at == now + ev.rec->backoff,
-                           "add_failed: backoff %lld",
-                           (long long)ev.rec->backoff);
-                break;
-            default:
-                beacon_table_not_managed(ev.rec);
-                break;
-            }
-            break;
-        case BEACON_ACT_ENABLE:
-            FUZZ_CHECK(ev.rec->state == BEACON_REC_ACTIVE, "enable");
-            break;
-        case BEACON_ACT_DISABLE:
-            FUZZ_CHECK(ev.rec->state == BEACON_REC_EVICTED, "disable");
-            break;
-        default:
-            break;
-        }
+        answer(&ev, len, now);
     }
     free(dgbuf);
+}
+
+/* "!service NAME": up to 63 bytes of NAME after one space, up to a NUL,
+ * as given (an invalid one must make the table fail closed); nothing: no
+ * service. */
+static void set_service(const char *p, const char *end)
+{
+    char name[BEACON_SERVICE_MAX + 1];
+    size_t n;
+
+    if (p < end && *p == ' ') {
+        p++;
+    }
+    for (n = 0; p + n < end && n < BEACON_SERVICE_MAX && p[n] != '\0'; n++) {
+        /* a C string, as a directive argument is */
+    }
+    memcpy(name, p, n);
+    name[n] = '\0';
+    beacon_table_set_service(&table, name);
+    FUZZ_CHECK(strlen(table.service) <= BEACON_SERVICE_MAX &&
+                   (strcmp(table.service, name) == 0) ==
+                       (n == 0 || service_is_valid(name, n)),
+               "service \"%s\" set as \"%s\"", name, table.service);
 }
 
 static void run_script(const char *data, size_t size)
@@ -445,6 +592,9 @@ static void run_script(const char *data, size_t size)
         }
         else if (is_cmd(p, len, "!lapse")) {
             lapse(now);
+        }
+        else if (is_cmd(p, len, "!service")) {
+            set_service(p + 8, eol);
         }
         else {
             receive_line(p, len, now);

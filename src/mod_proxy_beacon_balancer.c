@@ -12,6 +12,7 @@
 
 #include "mod_proxy_beacon_balancer.h"
 
+#include <apr_atomic.h>
 #include <apr_strings.h>
 #include <ap_provider.h>
 #include <ap_slotmem.h>
@@ -23,7 +24,6 @@
 #pragma weak ap_proxy_define_worker_ex
 #pragma weak ap_proxy_share_worker
 #pragma weak ap_proxy_initialize_worker
-#pragma weak ap_proxy_set_wstatus
 #pragma weak ap_proxy_parse_wstatus
 
 #define REGISTRY_NAME "proxy_beacon_registry"
@@ -54,7 +54,7 @@ int beacon_proxy_linked(void)
     return &proxy_module != NULL && ap_proxy_get_balancer != NULL &&
            ap_proxy_sync_balancer != NULL && ap_proxy_define_worker_ex != NULL &&
            ap_proxy_share_worker != NULL && ap_proxy_initialize_worker != NULL &&
-           ap_proxy_set_wstatus != NULL && ap_proxy_parse_wstatus != NULL;
+           ap_proxy_parse_wstatus != NULL;
 }
 
 static proxy_server_conf *proxy_conf(server_rec *s)
@@ -285,6 +285,21 @@ void beacon_proxy_sync(beacon_target *t)
 }
 
 /*
+ * This child's member list, current and held still: request threads of
+ * this child add to it when they sync, so it is walked under the thread
+ * lock (as httpd's pre_request syncs under it). thread_unlock() after.
+ */
+static apr_status_t lock_members(beacon_target *t)
+{
+    apr_status_t rv = thread_lock(t);
+
+    if (rv == APR_SUCCESS) {
+        ap_proxy_sync_balancer(t->b, t->s, t->conf);
+    }
+    return rv;
+}
+
+/*
  * Slots that BalancerPersist restored hold live workers but are not marked
  * in use; grabbing without this would hand one of them out again.
  */
@@ -361,9 +376,13 @@ static int registry_has_room(const beacon_target *t)
  * child's configuration, since request threads keep using it after the
  * watchdog thread that added it has ended (a graceful stop ends that
  * thread first).
+ *
+ * *why (from p) says what went wrong; the caller logs it, rate-limited
+ * where a peer can repeat it.
  */
 static proxy_worker *share_new_worker(beacon_target *t, const char *url,
-                                      beacon_add_result *result)
+                                      apr_pool_t *p, beacon_add_result *result,
+                                      const char **why)
 {
     proxy_balancer *b = t->b;
     proxy_worker_shared *shm = NULL;
@@ -373,6 +392,7 @@ static proxy_worker *share_new_worker(beacon_target *t, const char *url,
     char *err;
 
     *result = BEACON_ADD_FAILED;
+    *why = NULL;
     if (b->storage->num_free_slots(b->wslot) == 0) {
         *result = BEACON_ADD_NO_SLOT;
         return NULL;
@@ -385,8 +405,7 @@ static proxy_worker *share_new_worker(beacon_target *t, const char *url,
         if (w != NULL) {
             forget_worker(b, w, NULL, 0, 0);
         }
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00003)
-                     "cannot define worker %s in %s: %s", url, b->s->name, err);
+        *why = apr_pstrcat(p, "cannot define worker: ", err, NULL);
         return NULL;
     }
     PROXY_COPY_CONF_PARAMS(w, t->conf);
@@ -395,12 +414,12 @@ static proxy_worker *share_new_worker(beacon_target *t, const char *url,
         if (rv == APR_EINVAL) {
             *result = BEACON_ADD_NO_SLOT;
         }
+        *why = apr_psprintf(p, "cannot take a growth slot: %pm", &rv);
         return NULL;
     }
     if ((rv = b->storage->dptr(b->wslot, idx, (void **)&shm)) != APR_SUCCESS ||
         (rv = ap_proxy_share_worker(w, shm, (int)idx)) != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00004)
-                     "cannot share worker %s in %s", url, b->s->name);
+        *why = apr_psprintf(p, "cannot share worker: %pm", &rv);
         forget_worker(b, w, shm, 1, idx);
         return NULL;
     }
@@ -418,25 +437,23 @@ static void count_failover_attempts(beacon_target *t)
     }
 }
 
-static beacon_add_result define_and_share(beacon_target *t, const char *url)
+static beacon_add_result define_and_share(beacon_target *t, const char *url,
+                                          apr_pool_t *p, const char **why)
 {
     beacon_add_result result;
     proxy_worker *w;
     apr_status_t rv;
 
     if (!registry_has_room(t)) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00005)
-                     "member registry full; not adding %s to %s", url,
-                     t->b->s->name);
+        *why = "the member registry is full";
         return BEACON_ADD_FAILED;
     }
-    w = share_new_worker(t, url, &result);
+    w = share_new_worker(t, url, p, &result, why);
     if (w == NULL) {
         return result;
     }
     if ((rv = ap_proxy_initialize_worker(w, t->s, t->conf->pool)) != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00007)
-                     "cannot initialize worker %s in %s", url, t->b->s->name);
+        *why = apr_psprintf(p, "cannot initialize worker: %pm", &rv);
         forget_worker(t->b, w, w->s, 1, (unsigned)w->s->index);
         return BEACON_ADD_FAILED;
     }
@@ -464,20 +481,43 @@ static int is_confirmed(beacon_target *t, const char *url)
  * is made due now: the proxy itself clears the error on the next request
  * and sets it again if that connection fails.
  */
-static apr_status_t enable_returning(proxy_worker *w)
+/*
+ * Sets or clears Disabled, and nothing else, in the status word that
+ * every process shares: a compare-and-swap, so that this write never
+ * undoes a change another process makes to another flag at the same
+ * moment (the proxy's Err, health checks). httpd's own writes are plain
+ * read-modify-writes, which can still lose this one: lease transitions
+ * are rare, and the next one writes again.
+ */
+static void set_disabled_flag(proxy_worker *w, int disabled)
+{
+    volatile apr_uint32_t *status = (volatile apr_uint32_t *)&w->s->status;
+    apr_uint32_t old, new;
+
+    do {
+        old = apr_atomic_read32(status);
+        new = disabled ? old | PROXY_WORKER_DISABLED
+                       : old & ~(apr_uint32_t)PROXY_WORKER_DISABLED;
+    } while (apr_atomic_cas32(status, new, old) != old);
+}
+
+static void enable_returning(proxy_worker *w)
 {
     if (w->s->status & PROXY_WORKER_IN_ERROR) {
         w->s->error_time = 0;
     }
-    return ap_proxy_set_wstatus(PROXY_WORKER_DISABLED_FLAG, 0, w);
+    set_disabled_flag(w, 0);
 }
 
-beacon_add_result beacon_proxy_add(beacon_target *t, const char *url)
+beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
+                                   apr_pool_t *p, const char **why)
 {
     beacon_add_result result;
     proxy_worker *existing;
 
+    *why = NULL;
     if (lock_balancer(t) != APR_SUCCESS) {
+        *why = "the balancer's locks failed";
         return BEACON_ADD_FAILED;
     }
     ap_proxy_sync_balancer(t->b, t->s, t->conf);
@@ -492,7 +532,7 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url)
         }
     }
     else {
-        result = define_and_share(t, url);
+        result = define_and_share(t, url, p, why);
         if (result == BEACON_ADD_DONE && !is_confirmed(t, url)) {
             result = BEACON_ADD_NOT_CONFIRMED;
         }
@@ -504,18 +544,25 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url)
 apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
                                        int disabled)
 {
+    apr_status_t rv = lock_members(t);
     proxy_worker *w;
 
-    beacon_proxy_sync(t);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
     w = find_worker(t->b, url);
     if (w == NULL || registry_find(t, url) == NULL) {
-        return APR_NOTFOUND;
+        rv = APR_NOTFOUND;
     }
-    if (!disabled) {
-        return enable_returning(w);
+    else if (disabled) {
+        /* Only D: Stopped, Drain and health-check failures are the admin's. */
+        set_disabled_flag(w, 1);
     }
-    /* Only D: Stopped, Drain and health-check failures are the admin's. */
-    return ap_proxy_set_wstatus(PROXY_WORKER_DISABLED_FLAG, 1, w);
+    else {
+        enable_returning(w);
+    }
+    thread_unlock(t);
+    return rv;
 }
 
 int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
@@ -524,7 +571,10 @@ int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
     proxy_worker **w;
     int i, n = 0;
 
-    beacon_proxy_sync(t);
+    *members = NULL;
+    if (lock_members(t) != APR_SUCCESS) {
+        return 0;
+    }
     w = (proxy_worker **)t->b->workers->elts;
     *members = apr_pcalloc(p, sizeof(beacon_member) * (t->b->workers->nelts + 1));
     for (i = 0; i < t->b->workers->nelts; i++) {
@@ -535,6 +585,7 @@ int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
             n++;
         }
     }
+    thread_unlock(t);
     return n;
 }
 
@@ -554,9 +605,10 @@ static int restored_by_balancer(proxy_balancer *b, const char *url)
     return 0;
 }
 
-int beacon_proxy_restore(beacon_target *t)
+int beacon_proxy_restore(beacon_target *t, apr_pool_t *p)
 {
     beacon_add_result result;
+    const char *why = NULL;
     int i, restored = 0;
 
     for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
@@ -576,15 +628,15 @@ int beacon_proxy_restore(beacon_target *t)
             m->in_use = 0;
         }
         else if (restored_by_balancer(t->b, m->url) ||
-                 share_new_worker(t, m->url, &result) != NULL) {
+                 share_new_worker(t, m->url, p, &result, &why) != NULL) {
             restored++;
         }
         else {
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00009)
-                         "cannot restore %s in %s%s; it joins again with its "
-                         "next announcement", m->url, t->b->s->name,
-                         result == BEACON_ADD_NO_SLOT ? ": no free growth slot"
-                                                      : "");
+                         "cannot restore %s in %s: %s; it joins again with "
+                         "its next announcement", m->url, t->b->s->name,
+                         result == BEACON_ADD_NO_SLOT ? "no free growth slot"
+                                                      : why);
             m->in_use = 0;
         }
     }
@@ -603,9 +655,13 @@ void beacon_proxy_growth(beacon_target *t, int *used, int *free_slots)
 const char *beacon_proxy_worker_flags(beacon_target *t, const char *url,
                                       apr_pool_t *p)
 {
+    const char *flags = NULL;
     proxy_worker *w;
 
-    beacon_proxy_sync(t);
-    w = find_worker(t->b, url);
-    return w ? ap_proxy_parse_wstatus(p, w) : NULL;
+    if (lock_members(t) == APR_SUCCESS) {
+        w = find_worker(t->b, url);
+        flags = w ? ap_proxy_parse_wstatus(p, w) : NULL;
+        thread_unlock(t);
+    }
+    return flags;
 }

@@ -50,14 +50,17 @@ beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
 
 /* In post_config, before any child exists: puts back the members the
  * persisted registry lists, so a restart loses none. Returns how many. */
-int beacon_proxy_restore(beacon_target *t);
+int beacon_proxy_restore(beacon_target *t, apr_pool_t *p);
 
 /* Picks up members other processes added, as a request would. */
 void beacon_proxy_sync(beacon_target *t);
 
 /* Adds url as a member, as balancer-manager does, under the balancer's
- * locks; or finds it there (adopted, or someone else's). */
-beacon_add_result beacon_proxy_add(beacon_target *t, const char *url);
+ * locks; or finds it there (adopted, or someone else's). On a failure,
+ * *why (from p, or static) says what httpd refused, for the caller's log
+ * line; NULL when the result says it all. */
+beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
+                                   apr_pool_t *p, const char **why);
 
 /* Sets or clears the member's Disabled flag, nothing else; APR_NOTFOUND
  * when the member is gone or not beacon's. */

@@ -76,27 +76,39 @@ static void log_no_slot(beacon_receiver *r, const beacon_record_t *rec,
     }
 }
 
+/* Announcements repeat what failed: one line per receiver per
+ * BEACON_LOG_EVERY, with the count it stands for. */
 static void add_failed(beacon_receiver *r, beacon_record_t *rec,
-                       beacon_add_result result, apr_time_t now, apr_pool_t *p)
+                       beacon_add_result result, const char *why,
+                       apr_time_t now, apr_pool_t *p)
 {
+    unsigned suppressed;
+
     beacon_table_add_failed(rec, now);
     r->shared->events[BEACON_EV_ADD_FAILED]++;
     if (result == BEACON_ADD_NO_SLOT) {
         log_no_slot(r, rec, now, p);
         return;
     }
+    if (!beacon_rate_allows(&r->add_fail_log, now, BEACON_LOG_EVERY,
+                            &suppressed)) {
+        return;
+    }
     ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00033)
-                 "%s backend %s to balancer://%s; retrying in %" APR_TIME_T_FMT
-                 " s", result == BEACON_ADD_NOT_CONFIRMED
-                           ? "balancer add not confirmed for"
-                           : "cannot add",
-                 rec->url, bal_name(r), apr_time_sec(rec->backoff));
+                 "%s backend %s to balancer://%s%s%s; retrying in %"
+                 APR_TIME_T_FMT " s%s", result == BEACON_ADD_NOT_CONFIRMED
+                                            ? "balancer add not confirmed for"
+                                            : "cannot add",
+                 ap_escape_logitem(p, rec->url), bal_name(r), why ? ": " : "",
+                 why ? ap_escape_logitem(p, why) : "",
+                 apr_time_sec(rec->backoff), beacon_held_back(p, suppressed));
 }
 
 static void add_member(beacon_receiver *r, beacon_record_t *rec,
                        apr_time_t now, apr_pool_t *p)
 {
-    beacon_add_result result = beacon_proxy_add(r->target, rec->url);
+    const char *why;
+    beacon_add_result result = beacon_proxy_add(r->target, rec->url, p, &why);
 
     switch (result) {
     case BEACON_ADD_DONE:
@@ -120,7 +132,7 @@ static void add_member(beacon_receiver *r, beacon_record_t *rec,
                      "balancer://%s; left alone", rec->url, bal_name(r));
         break;
     default:
-        add_failed(r, rec, result, now, p);
+        add_failed(r, rec, result, why, now, p);
         break;
     }
 }

@@ -35,6 +35,7 @@ struct beacon_receiver {
     beacon_inbox *inbox;
     beacon_rate_limit drop_log[BEACON_DROP_COUNT];
     beacon_rate_limit no_slot_log;
+    beacon_rate_limit add_fail_log;
     beacon_status_record *peer;  /* host/pid/seq by table index */
     int dirty;                   /* what changed since the last publish */
     apr_time_t published;        /* when the status copy was made */

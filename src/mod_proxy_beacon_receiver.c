@@ -98,7 +98,7 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
     if (r->target == NULL) {
         return APR_EGENERAL;
     }
-    restored = beacon_proxy_restore(r->target);
+    restored = beacon_proxy_restore(r->target, pconf);
     if (restored > 0) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00011)
                      "restored %d member(s) of balancer://%s from the registry",
