@@ -31,28 +31,29 @@
 static const command_t commands[] = {
     {"send",
      "--to HOST:PORT [--to HOST:PORT ...] [--url URL]\n"
-     "[--host NAME] [--interval SECONDS | --once] [--verbose]\n"
-     "[--secret-file FILE]",
+     "[--host NAME] [--service NAME] [--interval SECONDS | --once]\n"
+     "[--verbose] [--secret-file FILE]",
      "Announces a backend that is not httpd to one or more proxies: at\n"
      "once, then every interval, in the foreground. On SIGTERM or SIGINT\n"
      "it sends a last datagram with state=leaving (the proxy disables\n"
      "the member) and exits 0. A name that does not resolve or a failed\n"
      "send costs one line on stderr per target and minute at most, and\n"
      "never ends the program. Fields: url, host, pid (own), seq (from 0),\n"
-     "ts (the wall clock in microseconds, strictly increasing).",
+     "ts (the wall clock in microseconds, strictly increasing), svc.",
      send_options, run_send},
     {"listen",
      "--bind ADDR:PORT [--max-skew SECONDS] [--count N]\n"
-     "[--secret-file FILE ...]",
+     "[--service NAME] [--secret-file FILE ...]",
      "Receives datagrams and prints one line for each: what a proxy with\n"
-     "the same secret and max skew would decide. The tool to reach for\n"
-     "when a backend never joins. During a rotation give --secret-file\n"
-     "once per secret, at most 4: any of them verifies, as on a proxy\n"
-     "with several ProxyBeaconSecret lines.\n"
-     "  accepted url=<canonical> host=.. pid=.. seq=.. ts=.. [state=..]\n"
-     "      from IP:PORT -> add|renew|disable|enable|ignore\n"
-     "  accepted heartbeat host=.. pid=.. seq=.. ts=.. from IP:PORT\n"
+     "the same secret, max skew and service would decide. The tool to\n"
+     "reach for when a backend never joins. During a rotation give\n"
+     "--secret-file once per secret, at most 4: any of them verifies, as\n"
+     "on a proxy with several ProxyBeaconSecret lines.\n"
+     "  accepted url=<canonical> host=.. pid=.. seq=.. ts=.. [svc=..]\n"
+     "      [state=..] from IP:PORT -> add|renew|disable|enable|ignore\n"
+     "  accepted heartbeat host=.. pid=.. seq=.. ts=.. [svc=..] from IP:PORT\n"
      "  dropped <reason> from IP:PORT[: detail]\n"
+     "  (a bad field names its key: dropped bad field svc from ...)\n"
      "Fields keep the wire order; absent ones are left out. The replay\n"
      "check starts empty, like a proxy just started, and counts every add\n"
      "as done. Bytes from the network are shown escaped (\\xNN). Output\n"
@@ -60,10 +61,11 @@ static const command_t commands[] = {
      listen_options, run_listen},
     {"sign",
      "--ts USEC [--url URL] [--host NAME] [--pid N] [--seq N]\n"
-     "[--state S] [--secret-file FILE]",
+     "[--service NAME] [--state S] [--secret-file FILE]",
      "Prints one signed datagram and a newline, which is not part of it\n"
      "(for scripts and test vectors). Fields not given are left out; the\n"
-     "rest are written in the wire order url, host, pid, seq, ts, state.",
+     "rest are written in the wire order url, host, pid, seq, ts, svc,\n"
+     "state.",
      sign_options, run_sign},
     {"keygen", NULL,
      "Prints a new random secret, hex: and 32 lowercase hex digits, from\n"
@@ -102,7 +104,9 @@ static void print_help(void)
           "or a passphrase of at least 16 bytes) is read from the first line\n"
           "of --secret-file FILE, or else from the environment variable\n"
           SECRET_ENV ". It is never taken from the command line, where every\n"
-          "local user could read it with ps.\n\n"
+          "local user could read it with ps. beaconctl removes " SECRET_ENV "\n"
+          "from its environment as it starts, and overwrites its value\n"
+          "there: no child inherits it, /proc/PID/environ no longer shows it.\n\n"
           "Exit status: 0 success, 1 runtime failure, 2 usage or configuration\n"
           "error (one line on stderr, prefixed \"beaconctl: \").\n",
           stdout);
@@ -144,6 +148,7 @@ int main(int argc, const char *const *argv)
     if (apr_pool_create(&p, NULL) != APR_SUCCESS) {
         fail(EXIT_RUNTIME, "out of memory");
     }
+    take_secret_env(p); /* before anything else can start or show */
     if (argc < 2) {
         fail(EXIT_USAGE, "no command given: send, listen, sign or keygen "
              "(see beaconctl --help)");

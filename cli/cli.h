@@ -68,10 +68,22 @@ void check_field(const char *option, const char *value);
  * fails with the problem otherwise. */
 void canonical_url(const char *url, char *out);
 
+/* --service: fails unless value is a service name (the svc= rule). */
+void check_service(const char *value);
+
 /*
- * The key from --secret-file file, or from BEACON_SECRET when file is
- * NULL. Every problem is a configuration error; no message shows the
- * secret.
+ * Takes BEACON_SECRET out of the environment, first thing in main(): a
+ * private copy is kept for load_key(), the variable is removed (so no
+ * child could inherit it) and its bytes are overwritten where the
+ * environment holds them (so /proc/PID/environ, which shows that memory,
+ * no longer does).
+ */
+void take_secret_env(apr_pool_t *p);
+
+/*
+ * The key from --secret-file file, or from BEACON_SECRET (as
+ * take_secret_env() took it) when file is NULL. Every problem is a
+ * configuration error; no message shows the secret.
  */
 void load_key(apr_pool_t *p, const char *file, beacon_key_t *key);
 
@@ -93,7 +105,8 @@ enum {
     OPT_PID,
     OPT_SEQ,
     OPT_TS,
-    OPT_STATE
+    OPT_STATE,
+    OPT_SERVICE
 };
 
 /* One option: the --help text is generated from the same table. */

@@ -144,28 +144,42 @@ void check_field(const char *option, const char *value)
     }
 }
 
+/* A usage error about an option's value, which may hold any byte: shown
+ * escaped, as "--option 'value': problem". */
+static void fail_value(const char *option, const char *value,
+                       const char *problem)
+{
+    fflush(stdout);
+    fprintf(stderr, "beaconctl: %s: --%s '", cmd_name, option);
+    for (; *value; value++) {
+        unsigned char c = (unsigned char)*value;
+
+        if (c >= 0x20 && c <= 0x7e && c != '\\') {
+            fputc(c, stderr);
+        }
+        else {
+            fprintf(stderr, "\\x%02x", c);
+        }
+    }
+    fprintf(stderr, "': %s\n", problem);
+    exit(EXIT_USAGE);
+}
+
 void canonical_url(const char *url, char *out)
 {
     const char *err = beacon_url_canonicalize(url, strlen(url), out,
                                               BEACON_URL_MAX);
 
     if (err) {
-        /* the url is the user's own, but may hold any byte: escape it */
-        fflush(stdout);
-        fputs("beaconctl: ", stderr);
-        fprintf(stderr, "%s: --url '", cmd_name);
-        for (; *url; url++) {
-            unsigned char c = (unsigned char)*url;
+        fail_value("url", url, err);
+    }
+}
 
-            if (c >= 0x20 && c <= 0x7e && c != '\\') {
-                fputc(c, stderr);
-            }
-            else {
-                fprintf(stderr, "\\x%02x", c);
-            }
-        }
-        fprintf(stderr, "': %s\n", err);
-        exit(EXIT_USAGE);
+void check_service(const char *value)
+{
+    if (!beacon_service_is_valid(value)) {
+        fail_value("service", value, "a service is 1 to 63 of the characters "
+                   "A-Z a-z 0-9 . _ - (the svc= rule)");
     }
 }
 
@@ -187,9 +201,25 @@ static int names_path(const char *err, const char *file)
            err[sizeof(prefix) - 1 + n] == ':';
 }
 
+/* BEACON_SECRET as it was when beaconctl started; NULL: unset. */
+static char *env_secret;
+
+void take_secret_env(apr_pool_t *p)
+{
+    char *value = getenv(SECRET_ENV);
+
+    if (value == NULL) {
+        return;
+    }
+    env_secret = apr_pstrdup(p, value);
+    /* beaconctl never sets the variable itself, so these bytes are the
+     * initial environment's, which no one reads after us. */
+    beacon_wipe(value, strlen(value));
+    apr_env_delete(SECRET_ENV, p);
+}
+
 void load_key(apr_pool_t *p, const char *file, beacon_key_t *key)
 {
-    char *value = NULL;
     const char *err;
 
     if (file) {
@@ -203,13 +233,14 @@ void load_key(apr_pool_t *p, const char *file, beacon_key_t *key)
         }
         return;
     }
-    if (apr_env_get(&value, SECRET_ENV, p) != APR_SUCCESS) {
+    if (env_secret == NULL) {
         fail(EXIT_USAGE, "no secret: use --secret-file FILE or set the "
              "environment variable " SECRET_ENV " (see beaconctl %s --help)",
              cmd_name);
     }
-    err = beacon_key_parse(value, key);
+    err = beacon_key_parse(env_secret, key);
     if (err) {
         fail(EXIT_USAGE, SECRET_ENV ": %s", err);
     }
+    beacon_wipe(env_secret, strlen(env_secret)); /* one key per run */
 }

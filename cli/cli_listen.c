@@ -20,7 +20,7 @@
 
 /* The options as given, before any is checked. */
 typedef struct {
-    const char *bind, *max_skew, *count;
+    const char *bind, *max_skew, *count, *service;
     const char *secret_files[BEACON_MAX_KEYS]; /* NULL: the environment */
     unsigned nfiles;
 } listen_args_t;
@@ -40,6 +40,11 @@ const option_t listen_options[] = {
     {"count", OPT_COUNT, "N",
      "exit after N datagrams; default: run until SIGINT\n"
      "or SIGTERM", ONCE(listen_args_t, count)},
+    {"service", OPT_SERVICE, "NAME",
+     "decide as a proxy with ProxyBeaconService NAME:\n"
+     "a datagram whose svc= is not NAME, or that has\n"
+     "none, is dropped as wrong service",
+     ONCE(listen_args_t, service)},
     SECRET_FILE_OPTION(0), /* once per secret */
     HELP_OPTION,
     OPTIONS_END};
@@ -117,6 +122,16 @@ static void put_drop_detail(const listener_t *l, beacon_reason_t reason,
     case BEACON_DROP_STALE_TS:
         put_stale_detail(l, ev, now);
         break;
+    case BEACON_DROP_WRONG_SERVICE:
+        if (ev->dg.svc.ptr) {
+            fputs(": svc=", stdout);
+            put_escaped(ev->dg.svc.ptr, ev->dg.svc.len, SHOWN_BYTES);
+        }
+        else {
+            fputs(": no svc", stdout);
+        }
+        printf(" (this receiver is for %s)", l->table->service);
+        break;
     case BEACON_DROP_UNACCEPTABLE_URL:
         fputs(": url=", stdout);
         put_escaped(ev->dg.url.ptr, ev->dg.url.len, SHOWN_BYTES);
@@ -132,7 +147,7 @@ static void put_drop_detail(const listener_t *l, beacon_reason_t reason,
     case BEACON_DROP_TABLE_FULL:
         printf(": url=%s", ev->url);
         break;
-    default: /* embedded NUL, bad frame, duplicate field, bad ts */
+    default: /* embedded NUL, bad frame, duplicate field, bad ts, bad field */
         put_datagram(buf, len);
         break;
     }
@@ -151,6 +166,7 @@ static void put_accepted(beacon_event_t *ev, const char *peer)
     put_span("pid", &ev->dg.pid);
     put_span("seq", &ev->dg.seq);
     printf(" ts=%" APR_INT64_T_FMT, ev->dg.ts);
+    put_span("svc", &ev->dg.svc);
     put_span("state", &ev->dg.state);
     printf(" from %s", peer);
     if (ev->rec) {
@@ -177,7 +193,12 @@ static void report(listener_t *l, const char *buf, apr_size_t len,
         put_accepted(&ev, peer);
     }
     else {
-        printf("dropped %s from %s", beacon_reason_name(reason), peer);
+        printf("dropped %s", beacon_reason_name(reason));
+        if (ev.dg.bad_field.ptr) { /* "bad field svc", as the module logs */
+            putchar(' ');
+            put_escaped(ev.dg.bad_field.ptr, ev.dg.bad_field.len, SHOWN_BYTES);
+        }
+        printf(" from %s", peer);
         put_drop_detail(l, reason, &ev, buf, len, now);
     }
     putchar('\n');
@@ -234,6 +255,10 @@ static void setup_listener(apr_pool_t *p, const listen_args_t *args,
     }
     l->table = apr_palloc(p, sizeof(*l->table));
     beacon_table_init(l->table, 0, l->max_skew); /* 0: no lease, the default */
+    if (args->service) {
+        check_service(args->service);
+        beacon_table_set_service(l->table, args->service);
+    }
 }
 
 /* A non-blocking UDP socket bound to --bind; where holds its address. */
@@ -351,8 +376,9 @@ int run_listen(apr_pool_t *p, const command_t *cmd, int argc,
     setup_listener(p, &args, &l);
     open_socket(p, args.bind, host, port, &l, where, sizeof(where));
     catch_stop_signals(p);
-    printf("listening on %s (max skew %s)\n", where,
-           format_duration(p, l.max_skew));
+    printf("listening on %s (max skew %s%s%s)\n", where,
+           format_duration(p, l.max_skew),
+           l.table->service[0] ? ", service " : "", l.table->service);
     flush_stdout();
     listen_loop(&l);
     apr_socket_close(l.sock);

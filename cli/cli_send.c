@@ -23,7 +23,7 @@
 /* The options as given, before any is checked. */
 typedef struct {
     apr_array_header_t *specs; /* --to, const char * each */
-    const char *url, *host, *interval, *secret_file;
+    const char *url, *host, *service, *interval, *secret_file;
     int once, verbose;
 } send_args_t;
 
@@ -42,6 +42,11 @@ const option_t send_options[] = {
     {"host", OPT_HOST, "NAME",
      "the host= field (informational); default: this\n"
      "machine's host name", ONCE(send_args_t, host)},
+    {"service", OPT_SERVICE, "NAME",
+     "the service this backend belongs to (svc=), the\n"
+     "proxies' ProxyBeaconService: 1 to 63 of A-Z a-z\n"
+     "0-9 . _ -. A proxy of another service drops it",
+     ONCE(send_args_t, service)},
     {"interval", OPT_INTERVAL, "SECONDS",
      "time between announcements, default 5; fractions\n"
      "(0.5) and the units s and ms (500ms) are accepted",
@@ -242,12 +247,13 @@ static void check_length(sender_t *s)
     a.ts = BEACON_DECIMAL_MAX;
     a.state = BEACON_STATE_LEAVING;
     if (beacon_format(trial, sizeof(trial), &a, &s->key) < 0) {
-        fail(EXIT_USAGE, "--url and --host make a datagram longer than "
-             "%d bytes", BEACON_MAX_DATAGRAM);
+        fail(EXIT_USAGE, "--url, --host and --service make a datagram "
+             "longer than %d bytes", BEACON_MAX_DATAGRAM);
     }
 }
 
-/* --url, --host, the pid and the key: what every datagram says. */
+/* --url, --host, --service, the pid and the key: what every datagram
+ * says. */
 static void setup_announcement(apr_pool_t *p, const send_args_t *args,
                                sender_t *s)
 {
@@ -264,6 +270,10 @@ static void setup_announcement(apr_pool_t *p, const send_args_t *args,
         s->a.host = s->hostname;
     }
     /* else: host= is informational; leave it out */
+    if (args->service) {
+        check_service(args->service);
+        s->a.svc = args->service;
+    }
     s->a.pid = (apr_int64_t)getpid();
     load_key(p, args->secret_file, &s->key);
     check_length(s);

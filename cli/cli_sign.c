@@ -13,7 +13,7 @@
 
 /* The options as given, before any is checked. */
 typedef struct {
-    const char *url, *host, *pid, *seq, *ts, *state, *secret_file;
+    const char *url, *host, *pid, *seq, *ts, *service, *state, *secret_file;
 } sign_args_t;
 
 /* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
@@ -27,6 +27,9 @@ const option_t sign_options[] = {
     {"ts", OPT_TS, "USEC",
      "the ts= field (required): microseconds since the\n"
      "epoch, or 'now' for this machine's clock", ONCE(sign_args_t, ts)},
+    {"service", OPT_SERVICE, "NAME",
+     "the svc= field: the service the datagram is for,\n"
+     "1 to 63 of A-Z a-z 0-9 . _ -", ONCE(sign_args_t, service)},
     {"state", OPT_STATE, "S", "the state= field, e.g. leaving",
      ONCE(sign_args_t, state)},
     SECRET_FILE_OPTION(ONCE(sign_args_t, secret_file)),
@@ -85,6 +88,10 @@ int run_sign(apr_pool_t *p, const command_t *cmd, int argc,
     if (args.host) {
         check_field("host", args.host);
         a.host = args.host;
+    }
+    if (args.service) {
+        check_service(args.service);
+        a.svc = args.service;
     }
     if (args.state) {
         check_field("state", args.state);

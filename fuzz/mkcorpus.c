@@ -5,8 +5,8 @@
  * of tests/vectors/, the rows the unit tests read, so every case they name
  * (each drop reason and its boundary rows, each url, secret and secret
  * file) is a seed, signed where it must be; plus what only fuzzing needs:
- * table scripts for fuzz_verify and host names and endpoints for
- * fuzz_config.
+ * table scripts for fuzz_verify (with a service for drops-service.txt's
+ * rows) and host names, endpoints and services for fuzz_config.
  *
  *   make -f fuzz/Makefile corpus      regenerate (the output is checked in)
  *   mkcorpus VECTORS_DIR CORPUS_DIR   what that runs
@@ -178,6 +178,36 @@ static void gen_drops(void)
     vec_free(&t);
 }
 
+/*
+ * The rows for a receiver with a service: each datagram as it is, and as
+ * a script that gives the table that service first ("!service NAME"; the
+ * script's datagram lines are re-signed by the target, so the row's own
+ * mac is left off).
+ */
+static void gen_service_drops(void)
+{
+    static const char *const cols[] = {"service", "reason", "datagram",
+                                       "name", NULL};
+    vec_table_t t = load("drops-service.txt", cols);
+    size_t i;
+
+    for (i = 0; i < t.nrows; i++) {
+        const vec_field_t *dg = &t.rows[i].col[2];
+        const char *name = t.rows[i].col[3].text;
+        char script[BEACON_MAX_DATAGRAM + 128];
+        size_t body = dg->len > MAC_TAIL ? dg->len - MAC_TAIL : dg->len;
+        int n;
+
+        put("fuzz_verify", "svc", name, dg->text, dg->len);
+        n = snprintf(script, sizeof script, "!service %s\n%.*s\n",
+                     t.rows[i].col[0].text, (int)body, dg->text);
+        if (n > 0 && (size_t)n < sizeof script) {
+            put("fuzz_verify", "script-svc", name, script, (size_t)n);
+        }
+    }
+    vec_free(&t);
+}
+
 /* A correctly signed datagram of exactly total bytes: the url vector's
  * fields, then an unknown key pad=xxx... sized to fit. */
 static void put_padded(const beacon_key_t *k, size_t total, const char *name)
@@ -229,6 +259,16 @@ static const struct {
     {"heartbeat and unacceptable url",
      "BEACON host=web-1 ts=1796000000000000\n"
      "BEACON url=http://u@h ts=1796000000000000\n"},
+    {"a foreign service moves no replay mark",
+     "!service shop\n"
+     "BEACON url=http://a ts=1796000000000000 svc=shop\n"
+     "BEACON url=http://a ts=1796000000000009 svc=cart\n"
+     "BEACON url=http://a ts=1796000000000009\n"
+     "BEACON url=http://a ts=1796000000000001 svc=shop\n"
+     "!service\n"
+     "BEACON url=http://a ts=1796000000000002 svc=cart\n"},
+    {"an invalid service fails closed",
+     "!service bad name\nBEACON url=http://a ts=1796000000000000 svc=bad\n"},
 };
 
 /* Failed adds until the back-off reaches its cap: each line's length is
@@ -266,6 +306,7 @@ static void gen_verify(void)
 
     gen_announcements();
     gen_drops();
+    gen_service_drops();
     put_padded(&k, BEACON_MAX_DATAGRAM, "2048 bytes correctly signed");
     put_padded(&k, BEACON_MAX_DATAGRAM + 1, "2049 bytes oversize");
     for (i = 0; i < ARRAY_LEN(scripts); i++) {
@@ -291,6 +332,7 @@ static void gen_urls(void)
         size_t len;
 
         put("fuzz_url", "url", name, in->text, in->len);
+        put("fuzz_httpd_url", "url", name, in->text, in->len);
         put_directive('A', name, in->text, in->len);
         /* As the url of a signed datagram, where it is printable. */
         if (in->len > 0 && strpbrk(in->text, " \n\t") == NULL) {
@@ -389,6 +431,24 @@ static void gen_hosts(void)
     free(host);
 }
 
+/* ProxyBeaconService (fuzz_config 'V'): valid names at the limits and
+ * the characters just outside the rule. */
+static void gen_services(void)
+{
+    static const char *names[] = {
+        "shop", "a", "Shop.EU-1_blue", "other", "", "my shop", "shop!",
+        "shop/cart", "caf\xc3\xa9", "~shop",
+        "s12345678901234567890123456789012345678901234567890123456789012",
+        "s123456789012345678901234567890123456789012345678901234567890123",
+    };
+    size_t i;
+
+    for (i = 0; i < ARRAY_LEN(names); i++) {
+        put_directive('V', names[i][0] ? names[i] : "empty", names[i],
+                      strlen(names[i]));
+    }
+}
+
 /* ProxyBeaconListen / ProxyBeaconAddress (fuzz_config 'L'): the flags
  * byte, then the argument. */
 static void gen_endpoints(void)
@@ -435,6 +495,7 @@ int main(int argc, char **argv)
     gen_secrets();
     gen_secret_files();
     gen_hosts();
+    gen_services();
     gen_endpoints();
     return 0;
 }

@@ -119,6 +119,34 @@ static const char *receiver_clash(apr_pool_t *p, server_rec *s,
     return NULL;
 }
 
+/*
+ * mod_info's /server-info?config prints every directive with its
+ * arguments: an inline secret there is readable by whoever may see that
+ * page. Said once per configuration: by "apache2 -t" (check_config), and
+ * in the error log of a server that starts or restarts (post_config; its
+ * check_config runs before the error log is open).
+ */
+static void warn_secret_on_server_info(server_rec *main_s)
+{
+    server_rec *s;
+
+    if (!ap_find_linked_module("mod_info.c")) {
+        return;
+    }
+    for (s = main_s; s; s = s->next) {
+        const beacon_server_conf *conf = beacon_conf(s);
+
+        if (conf->inline_secret && (conf->listen_set || conf->targets)) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, main_s, BCNLOGNO(00082)
+                         "ProxyBeaconSecret is written in the configuration "
+                         "(%s) and mod_info is loaded: /server-info?config "
+                         "shows it to whoever may read that page; use "
+                         "ProxyBeaconSecret file:/path", conf->inline_secret);
+            return;
+        }
+    }
+}
+
 static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                         server_rec *main_s)
 {
@@ -128,6 +156,9 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
 
     (void)pconf;
     (void)plog;
+    if (ap_state_query(AP_SQ_RUN_MODE) != AP_SQ_RM_NORMAL) {
+        warn_secret_on_server_info(main_s);
+    }
     for (s = main_s; s; s = s->next) {
         beacon_server_conf *conf = beacon_conf(s);
         const char *problem = NULL;
@@ -176,6 +207,7 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
+    warn_secret_on_server_info(s);
     if (beacon_receivers_post_config(pconf, s) != APR_SUCCESS ||
         beacon_senders_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
@@ -220,8 +252,8 @@ static void register_hooks(apr_pool_t *p)
 /* Not AP_DECLARE_MODULE: mod_proxy_beacon_util.h has APLOG_USE_MODULE. */
 module AP_MODULE_DECLARE_DATA proxy_beacon_module = {
     STANDARD20_MODULE_STUFF,
-    NULL,                      /* per-directory config creator */
-    NULL,                      /* dir config merger */
+    beacon_create_dir_conf,    /* per-directory config creator */
+    beacon_merge_dir_conf,     /* dir config merger */
     beacon_create_server_conf, /* server config creator */
     beacon_merge_server_conf,  /* server config merger */
     beacon_cmds,               /* command table */

@@ -55,6 +55,7 @@ void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     if (add->nkeys == 0) {
         memcpy(conf->keys, base->keys, sizeof(conf->keys));
         conf->nkeys = base->nkeys;
+        conf->inline_secret = base->inline_secret;
     }
     if (conf->nkeys) {
         apr_pool_cleanup_register(p, conf, wipe_keys, apr_pool_cleanup_null);
@@ -63,6 +64,31 @@ void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     conf->max_skew = add->max_skew.set ? add->max_skew : base->max_skew;
     conf->interval = add->interval.set ? add->interval : base->interval;
     return conf;
+}
+
+void *beacon_create_dir_conf(apr_pool_t *p, char *dir)
+{
+    (void)dir;
+    return apr_pcalloc(p, sizeof(beacon_dir_conf));
+}
+
+void *beacon_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    beacon_dir_conf *base = basev, *add = addv;
+    beacon_dir_conf *conf = apr_pmemdup(p, add, sizeof(*conf));
+
+    if (add->status_scope == BEACON_SCOPE_UNSET) {
+        conf->status_scope = base->status_scope;
+    }
+    return conf;
+}
+
+int beacon_status_shows_all(const request_rec *r)
+{
+    const beacon_dir_conf *conf =
+        ap_get_module_config(r->per_dir_config, &proxy_beacon_module);
+
+    return conf->status_scope == BEACON_SCOPE_SERVER;
 }
 
 static beacon_server_conf *cmd_conf(cmd_parms *cmd)
@@ -241,6 +267,9 @@ static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
     }
     else {
         err = beacon_key_parse(arg, key);
+        if (conf->inline_secret == NULL) {
+            conf->inline_secret = where_of(cmd);
+        }
     }
     if (err) {
         return apr_pstrcat(cmd->pool, "ProxyBeaconSecret: ", err, NULL);
@@ -302,6 +331,30 @@ static const char *set_advertise(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
+/*
+ * Whose receivers and senders beacon-status shows: by default those of the
+ * virtual host that answers (as balancer-manager shows its balancers), so
+ * that a tenant's page shows no other tenant's backends.
+ */
+static const char *set_status_scope(cmd_parms *cmd, void *dirconf,
+                                    const char *arg)
+{
+    beacon_dir_conf *conf = dirconf;
+
+    (void)cmd;
+    if (strcasecmp(arg, "vhost") == 0) {
+        conf->status_scope = BEACON_SCOPE_VHOST;
+    }
+    else if (strcasecmp(arg, "server") == 0) {
+        conf->status_scope = BEACON_SCOPE_SERVER;
+    }
+    else {
+        return "ProxyBeaconStatusScope: expects vhost (this virtual host's "
+               "receivers and senders) or server (every virtual host's)";
+    }
+    return NULL;
+}
+
 const command_rec beacon_cmds[] = {
     AP_INIT_TAKE_ARGV("ProxyBeaconListen", set_listen, NULL, RSRC_CONF,
         "[address][:port]: receive beacons on this UDP address; missing "
@@ -325,6 +378,10 @@ const command_rec beacon_cmds[] = {
     AP_INIT_TAKE1("ProxyBeaconAdvertise", set_advertise, NULL, RSRC_CONF,
         "this backend's origin as the proxies should reach it, "
         "scheme://host[:port]"),
+    AP_INIT_TAKE1("ProxyBeaconStatusScope", set_status_scope, NULL,
+        RSRC_CONF | ACCESS_CONF,
+        "what beacon-status shows: vhost (default, the receivers and senders "
+        "of the virtual host that answers) or server (every virtual host's)"),
     AP_INIT_TAKE1("ProxyBeaconInterval", set_interval, &interval_of_sender,
         RSRC_CONF,
         "time between announcements (default 5s)"),

@@ -46,14 +46,29 @@ typedef struct {
     /* both: senders sign with keys[0], receivers accept any of them */
     beacon_key_t keys[BEACON_MAX_KEYS];
     unsigned nkeys;
+    const char *inline_secret;    /* "file:line" of a secret in the config */
     const char *where;            /* "file:line" of the role directive */
 } beacon_server_conf;
 
 beacon_server_conf *beacon_conf(const server_rec *s);
 
+/* Per directory: what the beacon-status handler shows there. */
+typedef struct {
+    int status_scope;   /* BEACON_SCOPE_*; unset: the virtual host's */
+} beacon_dir_conf;
+
+#define BEACON_SCOPE_UNSET 0
+#define BEACON_SCOPE_VHOST 1   /* the receivers and senders of r->server */
+#define BEACON_SCOPE_SERVER 2  /* those of every virtual host */
+
+/* Whether the status page at r shows every virtual host's receivers. */
+int beacon_status_shows_all(const request_rec *r);
+
 /* For the module record. */
 extern const command_rec beacon_cmds[];
 void *beacon_create_server_conf(apr_pool_t *p, server_rec *s);
 void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
+void *beacon_create_dir_conf(apr_pool_t *p, char *dir);
+void *beacon_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
 
 #endif /* MOD_PROXY_BEACON_CONFIG_H */

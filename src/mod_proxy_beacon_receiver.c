@@ -398,18 +398,23 @@ void beacon_receivers_sync(void)
     }
 }
 
-int beacon_receiver_views(apr_pool_t *p, beacon_receiver_view **views)
+int beacon_receiver_views(apr_pool_t *p, const server_rec *only,
+                          beacon_receiver_view **views)
 {
     beacon_receiver *r;
     int n = 0;
 
     *views = apr_pcalloc(p, sizeof(**views) * (receiver_count + 1));
-    for (r = receivers; r; r = r->next, n++) {
+    for (r = receivers; r; r = r->next) {
+        if (only && r->s != only) {
+            continue;
+        }
         (*views)[n].s = r->s;
         (*views)[n].conf = r->conf;
         (*views)[n].label = r->label;
         (*views)[n].target = r->target;
         (*views)[n].shared = r->shared;
+        n++;
     }
     return n;
 }

@@ -34,8 +34,10 @@ void beacon_receiver_address(apr_pool_t *p, server_rec *s,
 const char *beacon_receiver_label(apr_pool_t *p, const char *host,
                                   apr_port_t port);
 
-/* Every receiver, for the status pages; returns how many. */
-int beacon_receiver_views(apr_pool_t *p, beacon_receiver_view **views);
+/* The receivers of server only (NULL: of every server), for the status
+ * pages; returns how many. */
+int beacon_receiver_views(apr_pool_t *p, const server_rec *only,
+                          beacon_receiver_view **views);
 
 /* Hooks (mod_proxy_beacon.c). */
 apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *s);

@@ -459,16 +459,21 @@ void beacon_senders_child_stopping(apr_pool_t *pchild, int graceful)
     send_leaving(NULL);
 }
 
-int beacon_sender_views(apr_pool_t *p, beacon_sender_view **views)
+int beacon_sender_views(apr_pool_t *p, const server_rec *only,
+                        beacon_sender_view **views)
 {
     beacon_sender *snd;
     int n = 0;
 
     *views = apr_pcalloc(p, sizeof(**views) * (sender_count + 1));
-    for (snd = senders; snd; snd = snd->next, n++) {
+    for (snd = senders; snd; snd = snd->next) {
+        if (only && snd->s != only) {
+            continue;
+        }
         (*views)[n].s = snd->s;
         (*views)[n].conf = snd->conf;
         (*views)[n].shared = snd->shared;
+        n++;
     }
     return n;
 }

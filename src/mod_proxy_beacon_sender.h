@@ -17,8 +17,10 @@ typedef struct {
     const beacon_sender_status *shared;
 } beacon_sender_view;
 
-/* Every sender, for the status pages; returns how many. */
-int beacon_sender_views(apr_pool_t *p, beacon_sender_view **views);
+/* The senders of server only (NULL: of every server), for the status
+ * pages; returns how many. */
+int beacon_sender_views(apr_pool_t *p, const server_rec *only,
+                        beacon_sender_view **views);
 
 /* Hooks (mod_proxy_beacon.c). */
 apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *s);

@@ -111,11 +111,13 @@ static void derive(shown_receiver *out, const beacon_receiver_view *v,
     }
 }
 
-static int gather(request_rec *r, shown_receiver **shown)
+/* The receivers of server only (NULL: every server), as shown. */
+static int gather(request_rec *r, const server_rec *only,
+                  shown_receiver **shown)
 {
     beacon_receiver_view *views;
     apr_time_t now = apr_time_now();
-    int i, n = beacon_receiver_views(r->pool, &views);
+    int i, n = beacon_receiver_views(r->pool, only, &views);
 
     *shown = apr_pcalloc(r->pool, sizeof(**shown) * (n + 1));
     for (i = 0; i < n; i++) {
@@ -158,7 +160,8 @@ static void print_auto(request_rec *r)
     unsigned records = 0, active = 0, evicted = 0, pending = 0, not_managed = 0;
     shown_receiver *shown;
     beacon_sender_view *senders;
-    int i, j, n = gather(r, &shown), nsenders = beacon_sender_views(r->pool, &senders);
+    int i, j, n = gather(r, NULL, &shown);
+    int nsenders = beacon_sender_views(r->pool, NULL, &senders);
 
     for (i = 0; i < n; i++) {
         records += shown[i].nrows;
@@ -268,10 +271,10 @@ static void print_receiver_html(request_rec *r, const shown_receiver *sr)
     ap_rputs("</table>\n", r);
 }
 
-static void print_senders_html(request_rec *r)
+static void print_senders_html(request_rec *r, const server_rec *only)
 {
     beacon_sender_view *senders;
-    int i, n = beacon_sender_views(r->pool, &senders);
+    int i, n = beacon_sender_views(r->pool, only, &senders);
 
     for (i = 0; i < n; i++) {
         const beacon_sender_view *v = &senders[i];
@@ -291,15 +294,15 @@ static void print_senders_html(request_rec *r)
     }
 }
 
-static void print_html_body(request_rec *r)
+static void print_html_body(request_rec *r, const server_rec *only)
 {
     shown_receiver *shown;
-    int i, n = gather(r, &shown);
+    int i, n = gather(r, only, &shown);
 
     for (i = 0; i < n; i++) {
         print_receiver_html(r, &shown[i]);
     }
-    print_senders_html(r);
+    print_senders_html(r, only);
 }
 
 /* ------------------------------------------------------------------ */
@@ -408,11 +411,12 @@ static void print_receiver_json(request_rec *r, const shown_receiver *sr)
     ap_rputs("]}", r);
 }
 
-static void print_json(request_rec *r)
+static void print_json(request_rec *r, const server_rec *only)
 {
     shown_receiver *shown;
     beacon_sender_view *senders;
-    int i, n = gather(r, &shown), nsenders = beacon_sender_views(r->pool, &senders);
+    int i, n = gather(r, only, &shown);
+    int nsenders = beacon_sender_views(r->pool, only, &senders);
 
     ap_rputs("{\"receivers\": [", r);
     for (i = 0; i < n; i++) {
@@ -444,9 +448,12 @@ static void print_json(request_rec *r)
 
 static int beacon_status_handler(request_rec *r)
 {
+    const server_rec *only;
+
     if (strcmp(r->handler, HANDLER_NAME) != 0) {
         return DECLINED;
     }
+    only = beacon_status_shows_all(r) ? NULL : r->server;
     r->allowed = AP_METHOD_BIT << M_GET;
     if (r->method_number != M_GET) {
         return HTTP_METHOD_NOT_ALLOWED;
@@ -455,7 +462,7 @@ static int beacon_status_handler(request_rec *r)
     if (r->args && strcmp(r->args, "json") == 0) {
         ap_set_content_type(r, "application/json");
         if (!r->header_only) {
-            print_json(r);
+            print_json(r, only);
         }
         return OK;
     }
@@ -464,7 +471,7 @@ static int beacon_status_handler(request_rec *r)
         ap_rputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                  "<title>mod_proxy_beacon status</title></head><body>\n"
                  "<h1>mod_proxy_beacon</h1>\n", r);
-        print_html_body(r);
+        print_html_body(r, only);
         ap_rputs("<p><a href=\"?json\">as JSON</a></p>\n</body></html>\n", r);
     }
     return OK;
@@ -478,10 +485,11 @@ static int beacon_status_section(request_rec *r, int flags)
     if (flags & AP_STATUS_SHORT) {
         print_auto(r);
     }
-    else if (beacon_receiver_views(r->pool, &receivers) ||
-             beacon_sender_views(r->pool, &senders)) {
+    else if (beacon_receiver_views(r->pool, NULL, &receivers) ||
+             beacon_sender_views(r->pool, NULL, &senders)) {
+        /* server-status shows the whole server, as mod_status does */
         ap_rputs("<hr />\n<h2>mod_proxy_beacon</h2>\n", r);
-        print_html_body(r);
+        print_html_body(r, NULL);
     }
     return OK;
 }

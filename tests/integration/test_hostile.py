@@ -3,6 +3,8 @@
 configurations that httpd cannot hold must be refused, never half-applied,
 and no child of the proxy may crash on them."""
 
+import http.client
+import json
 import re
 import threading
 
@@ -155,3 +157,66 @@ def test_the_largest_bounds_are_accepted(httpd_factory):
                       + "ProxyBeaconMaxSkew 86400\n")
     rc, out = h.check_config()
     assert rc == 0, out
+
+
+def status_listens(port, path="/beacon-status?json"):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        assert resp.status == 200
+        return sorted(r["listen"] for r in json.loads(resp.read())["receivers"])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("scope", [None, "vhost", "server"])
+def test_the_status_page_shows_the_receivers_of_the_virtual_host_that_answers(
+        httpd_factory, scope):
+    ports, udps = [free_port(), free_port()], [free_port(), free_port()]
+    setting = f"    ProxyBeaconStatusScope {scope}\n" if scope else ""
+    status = ("<Location /beacon-status>\n    SetHandler beacon-status\n"
+              f"{setting}</Location>\n")
+    h = httpd_factory(tail_config=status + "".join(
+        vhost_receiver(ports[i], udps[i], balancer=f"v{i}", own_balancer=True)
+        for i in range(2)))
+    h.proxypass_config = "ProxyPass /balancer-manager !\n"
+    h.start()
+    for udp in udps:
+        h.wait_log(r"listening for beacons on udp 127\.0\.0\.1:%d " % udp, since=0)
+    both = sorted(f"127.0.0.1:{u}" for u in udps)
+    for port, udp in zip(ports, udps):
+        want = both if scope == "server" else [f"127.0.0.1:{udp}"]
+        assert status_listens(port) == want
+
+
+def test_a_bad_status_scope_fails_apache2_t(httpd_factory):
+    h = httpd_factory(tail_config="<Location /beacon-status>\n"
+                      "    SetHandler beacon-status\n    ProxyBeaconStatusScope all\n"
+                      "</Location>\n")
+    rc, out = h.check_config()
+    assert rc != 0 and "ProxyBeaconStatusScope: expects vhost" in out, out
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_an_inline_secret_is_warned_about_once_when_mod_info_shows_the_config(
+        httpd_factory, workdir, inline):
+    secret = SECRET_
+    if not inline:
+        path = workdir / "beacon.secret"
+        path.write_text(SECRET_ + "\n")
+        path.chmod(0o600)
+        secret = f"file:{path}"
+    info = "LoadModule info_module /usr/lib/apache2/modules/mod_info.so\n"
+    h = httpd_factory(extra_config=info,
+                      tail_config=receiver_config(free_port(), secret=secret))
+    rc, out = h.check_config()
+    assert rc == 0, out
+    assert out.count("BCN00082") == (1 if inline else 0), out
+    h.start()
+    h.wait_log(r"BCN00050: listening", since=0)
+    warned = [l for l in h.error_log().splitlines() if "BCN00082" in l]
+    assert len(warned) == (1 if inline else 0), warned
+    if inline:
+        assert "mod_info is loaded: /server-info?config shows it" in warned[0]
+        assert SECRET_[4:] not in warned[0]
