@@ -30,8 +30,8 @@
 
 static const command_t commands[] = {
     {"send",
-     "--to HOST:PORT [--to HOST:PORT ...] [--url URL]\n"
-     "[--host NAME] [--service NAME] [--interval SECONDS | --once]\n"
+     "--to HOST:PORT [--to HOST:PORT ...] [--url URL] [--host NAME]\n"
+     "[--service NAME] [--interval SECONDS | --once]\n"
      "[--verbose] [--secret-file FILE]",
      "Announces a backend that is not httpd to one or more proxies: at\n"
      "once, then every interval, in the foreground. On SIGTERM or SIGINT\n"
@@ -104,9 +104,10 @@ static void print_help(void)
           "or a passphrase of at least 16 bytes) is read from the first line\n"
           "of --secret-file FILE, or else from the environment variable\n"
           SECRET_ENV ". It is never taken from the command line, where every\n"
-          "local user could read it with ps. beaconctl removes " SECRET_ENV "\n"
-          "from its environment as it starts, and overwrites its value\n"
-          "there: no child inherits it, /proc/PID/environ no longer shows it.\n\n"
+          "local user could read it with ps. As it starts, beaconctl removes\n"
+          SECRET_ENV " from its environment and overwrites the value where\n"
+          "the environment held it: no child inherits it, and\n"
+          "/proc/PID/environ no longer shows it.\n\n"
           "Exit status: 0 success, 1 runtime failure, 2 usage or configuration\n"
           "error (one line on stderr, prefixed \"beaconctl: \").\n",
           stdout);

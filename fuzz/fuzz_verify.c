@@ -519,7 +519,10 @@ static void receive_line(const char *line, size_t len, apr_time_t now)
     char *dgbuf = resign(line, len, &dglen);
 
     rv = beacon_verify(dgbuf, dglen, &key, now, table.max_skew, &dg);
-    before = snapshot(&dg);
+    memset(&before, 0, sizeof(before));
+    if (rv == BEACON_OK) { /* on a drop, dg's spans are not to be read */
+        before = snapshot(&dg);
+    }
     r = beacon_receive(&table, &key, dgbuf, dglen, now, &ev);
     if (rv != BEACON_OK) {
         FUZZ_CHECK(r == rv, "receive %s, verify %s", beacon_reason_name(r),

@@ -225,6 +225,24 @@ class SignTest(CliTestCase):
         self.assertRegex(out, r"^BEACON url=http://app\.example\.com ts=5 "
                               r"state=leaving mac=[0-9a-f]{16}$")
 
+    def test_service_is_written_after_ts_and_before_state(self):
+        out = self.sign("--url", "http://10.0.0.5:8080", "--ts", "5",
+                        "--state", "leaving", "--service", "Shop.EU-1_blue",
+                        secret=HEX_SECRET)
+        self.assertRegex(out, r"^BEACON url=http://10\.0\.0\.5:8080 ts=5 "
+                              r"svc=Shop\.EU-1_blue state=leaving "
+                              r"mac=[0-9a-f]{16}$")
+
+    def test_an_invalid_service_is_a_usage_error_naming_the_rule(self):
+        for name in ("", "my shop", "shop!", "s" * 64, "caf\u00e9"):
+            with self.subTest(name=name):
+                r = run(["sign", "--ts", "5", "--service", name],
+                        secret=HEX_SECRET)
+                self.assert_one_line_error(
+                    r, must_contain=["--service", "1 to 63", "A-Z a-z 0-9 . _ -"])
+        r = run(["sign", "--ts", "5", "--service", "s" * 63], secret=HEX_SECRET)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
     def test_ts_now_is_this_clock(self):
         before = now_usec()
         out = self.sign("--ts", "now", secret=HEX_SECRET)
@@ -283,6 +301,31 @@ class ListenTest(CliTestCase):
         udp_send(self.listener.port, good)
         line = self.listener.expect(r"^(accepted|dropped) ")
         self.assertRegex(line, r"^dropped replayed/reordered ts from ")
+
+    def test_accepted_lines_show_svc_in_wire_order(self):
+        ts = now_usec()
+        signed = run(["sign", "--url", "http://127.0.0.1:8085", "--host", "web-1",
+                      "--ts", str(ts), "--service", "cart", "--state", "leaving"],
+                     secret=HEX_SECRET).stdout.rstrip("\n")
+        udp_send(self.listener.port, signed)
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, rf"^accepted url=http://127\.0\.0\.1:8085 "
+                               rf"host=web-1 ts={ts} svc=cart state=leaving "
+                               rf"from 127\.0\.0\.1:\d+ -> ignore$")
+        heartbeat = run(["sign", "--ts", "now", "--service", "cart"],
+                        secret=HEX_SECRET).stdout.rstrip("\n")
+        udp_send(self.listener.port, heartbeat)
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^accepted heartbeat ts=\d+ svc=cart "
+                               r"from 127\.0\.0\.1:\d+$")
+
+    def test_a_bad_svc_is_a_bad_field_named_by_its_key(self):
+        # sign refuses a bad service, so the datagram is signed here
+        body = f"BEACON url=http://127.0.0.1:8086 ts={now_usec()} svc=shop!"
+        udp_send(self.listener.port, sign_body(body))
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^dropped bad field svc from 127\.0\.0\.1:\d+: "
+                               r'"BEACON .* svc=shop! mac=[0-9a-f]{16}"$')
 
     def test_peer_bytes_are_escaped(self):
         udp_send(self.listener.port, b"BEACON \x01\xff\"\\ \x1b[2J")

@@ -410,7 +410,9 @@ def readme_directives(readme):
     for line in md_section(readme, "Directives").splitlines():
         m = re.match(r"\|\s*`((ProxyBeacon\w+)[^`]*)`\s*\|\s*([^|]*?)\s*\|", line)
         if m:
-            rows[m.group(2)] = (m.group(1).strip(), m.group(3).strip("` "))
+            # a | inside a table cell is written \| (GitHub's tables)
+            rows[m.group(2)] = (m.group(1).strip().replace("\\|", "|"),
+                                m.group(3).strip("` "))
     return rows
 
 
@@ -436,7 +438,8 @@ def xml_directives(xml_text):
 
 
 # What httpd's manual calls the contexts of a command_rec's req_override.
-CONTEXTS = {"RSRC_CONF": ["server config", "virtual host"]}
+CONTEXTS = {"RSRC_CONF": ["server config", "virtual host"],
+            "RSRC_CONF | ACCESS_CONF": ["server config", "virtual host", "directory"]}
 NO_DEFAULT = ("none", "required", "")
 
 
@@ -459,7 +462,7 @@ def check_directives(module_c, readme, xml_text):
                         "has no such directive")
     for name in sorted(set(code) & set(docs)):
         syntax, default, contexts = docs[name]
-        want = CONTEXTS.get(code[name].strip())
+        want = CONTEXTS.get(" ".join(code[name].split()))
         if want is None:
             problems.append(f"{name}: context {code[name]} has no manual name in this test yet")
         elif contexts != want:
