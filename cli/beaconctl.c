@@ -30,9 +30,9 @@
 
 static const command_t commands[] = {
     {"send",
-     "--to HOST:PORT [--to HOST:PORT ...] [--url URL] [--host NAME]\n"
-     "[--service NAME] [--interval SECONDS | --once]\n"
-     "[--verbose] [--secret-file FILE]",
+     "--to HOST:PORT [--to HOST:PORT ...] [--url URL]\n"
+     "[--host NAME] [--service NAME] [--verbose]\n"
+     "[--interval SECONDS | --once] [--secret-file FILE]",
      "Announces a backend that is not httpd to one or more proxies: at\n"
      "once, then every interval, in the foreground. On SIGTERM or SIGINT\n"
      "it sends a last datagram with state=leaving (the proxy disables\n"

@@ -281,6 +281,30 @@ static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
+/*
+ * The service a receiver is, or a sender announces to (svc=): a capture
+ * of one service's announcement cannot be replayed to another's receiver
+ * that shares the secret. Like the roles, not inherited.
+ */
+static const char *set_service(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    if (!beacon_service_is_valid(arg)) {
+        return apr_psprintf(cmd->pool, "ProxyBeaconService: '%s' is not a "
+                            "service name (1 to %d letters, digits, '.', '_' "
+                            "or '-')", ap_escape_logitem(cmd->temp_pool, arg),
+                            BEACON_SERVICE_MAX);
+    }
+    conf->service = apr_pstrdup(cmd->pool, arg);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* Sender                                                              */
 
@@ -378,6 +402,10 @@ const command_rec beacon_cmds[] = {
     AP_INIT_TAKE1("ProxyBeaconAdvertise", set_advertise, NULL, RSRC_CONF,
         "this backend's origin as the proxies should reach it, "
         "scheme://host[:port]"),
+    AP_INIT_TAKE1("ProxyBeaconService", set_service, NULL, RSRC_CONF,
+        "the service this receiver is, or this sender announces to: "
+        "announcements name it (svc=), and a receiver drops those naming "
+        "another or none"),
     AP_INIT_TAKE1("ProxyBeaconStatusScope", set_status_scope, NULL,
         RSRC_CONF | ACCESS_CONF,
         "what beacon-status shows: vhost (default, the receivers and senders "

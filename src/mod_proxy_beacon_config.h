@@ -47,6 +47,7 @@ typedef struct {
     beacon_key_t keys[BEACON_MAX_KEYS];
     unsigned nkeys;
     const char *inline_secret;    /* "file:line" of a secret in the config */
+    const char *service;          /* ProxyBeaconService, or NULL; a role's */
     const char *where;            /* "file:line" of the role directive */
 } beacon_server_conf;
 

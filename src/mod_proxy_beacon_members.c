@@ -45,6 +45,13 @@ static void report_drop(beacon_receiver *r, unsigned drop,
     if (drop == BEACON_DROP_UNACCEPTABLE_URL) {
         detail = apr_pstrcat(p, " '", escaped_span(p, &ev->dg.url), "'", NULL);
     }
+    else if (drop == BEACON_DROP_BAD_FIELD) {
+        detail = apr_pstrcat(p, " ", escaped_span(p, &ev->dg.bad_field), NULL);
+    }
+    else if (drop == BEACON_DROP_WRONG_SERVICE) {
+        detail = apr_pstrcat(p, " (svc=", escaped_span(p, &ev->dg.svc), ")",
+                             NULL);
+    }
     else if (drop == BEACON_DROP_NOT_OURS || drop == BEACON_DROP_REPLAYED_TS ||
              drop == BEACON_DROP_TABLE_FULL) {
         detail = apr_pstrcat(p, " ", ev->url, NULL);
@@ -342,6 +349,7 @@ void beacon_members_start(beacon_receiver *r, apr_pool_t *pool,
     r->pool = pool;
     r->table = apr_palloc(pool, sizeof(*r->table));
     beacon_table_init(r->table, r->conf->timeout.value, r->conf->max_skew.value);
+    beacon_table_set_service(r->table, r->conf->service);
     r->inbox = beacon_inbox_make(pool, r->s, r->bind_host, r->bind_port,
                                  r->label);
     r->peer = apr_pcalloc(pool, sizeof(*r->peer) * BEACON_TABLE_CAPACITY);

@@ -115,6 +115,7 @@ static int sign_next(beacon_lane *lane, const char *state, apr_time_t now,
     beacon_announcement_t a;
 
     a.url = snd->conf->advertise;
+    a.svc = snd->conf->service;
     a.host = snd->hostname;
     a.pid = getpid();
     a.state = state;

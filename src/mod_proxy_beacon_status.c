@@ -221,6 +221,8 @@ static void print_receiver_html(request_rec *r, const shown_receiver *sr)
                    ? html(r->pool, apr_pstrcat(r->pool, "balancer://",
                                                v->conf->balancer_name, NULL))
                    : "none (log-only)");
+    ap_rprintf(r, "<tr><th>service</th><td>%s</td></tr>\n",
+               v->conf->service ? html(r->pool, v->conf->service) : "any");
     ap_rprintf(r, "<tr><th>timeout</th><td>%s</td></tr>\n",
                v->conf->timeout.value ? apr_psprintf(r->pool, "%.3f s",
                                                seconds(v->conf->timeout.value))
@@ -381,6 +383,8 @@ static void print_receiver_json(request_rec *r, const shown_receiver *sr)
                             ? apr_pstrcat(r->pool, "balancer://",
                                           v->conf->balancer_name, NULL)
                             : NULL);
+    ap_rputs(", \"service\": ", r);
+    json_str_or_null(r, v->conf->service);
     ap_rprintf(r, ", \"timeout\": %.3f, \"max_skew\": %.3f, \"records\": %u, "
                "\"capacity\": %d, \"owner_pid\": %" APR_INT64_T_FMT
                ", \"listening\": %s", seconds(v->conf->timeout.value),
@@ -435,6 +439,8 @@ static void print_json(request_rec *r, const server_rec *only)
         }
         ap_rputs("], \"advertise\": ", r);
         json_str_or_null(r, v->conf->advertise);
+        ap_rputs(", \"service\": ", r);
+        json_str_or_null(r, v->conf->service);
         ap_rprintf(r, ", \"interval\": %.3f, \"sent\": %u"
                    ", \"send_errors\": %u, \"owner_pid\": %"
                    APR_INT64_T_FMT "}", seconds(v->conf->interval.value), v->shared->sent,

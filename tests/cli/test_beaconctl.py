@@ -54,6 +54,42 @@ def v1_vectors():
 TIMEOUT = 10.0  # seconds: the bound on every wait; nothing sleeps a fixed time
 
 
+def siphash24(key, msg):
+    """SipHash-2-4 of msg under a 16-byte key (the wire format's MAC), for
+    datagrams beaconctl sign refuses to write."""
+    mask = (1 << 64) - 1
+
+    def rotl(x, b):
+        return ((x << b) | (x >> (64 - b))) & mask
+
+    def rounds(v, n):
+        for _ in range(n):
+            v[0] = (v[0] + v[1]) & mask; v[1] = rotl(v[1], 13) ^ v[0]
+            v[0] = rotl(v[0], 32)
+            v[2] = (v[2] + v[3]) & mask; v[3] = rotl(v[3], 16) ^ v[2]
+            v[0] = (v[0] + v[3]) & mask; v[3] = rotl(v[3], 21) ^ v[0]
+            v[2] = (v[2] + v[1]) & mask; v[1] = rotl(v[1], 17) ^ v[2]
+            v[2] = rotl(v[2], 32)
+
+    k0, k1 = (int.from_bytes(key[i:i + 8], "little") for i in (0, 8))
+    v = [k0 ^ 0x736f6d6570736575, k1 ^ 0x646f72616e646f6d,
+         k0 ^ 0x6c7967656e657261, k1 ^ 0x7465646279746573]
+    tail = len(msg) % 8
+    last = (len(msg) & 0xff) << 56 | int.from_bytes(msg[len(msg) - tail:], "little")
+    for i in range(0, len(msg) - tail, 8):
+        m = int.from_bytes(msg[i:i + 8], "little")
+        v[3] ^= m; rounds(v, 2); v[0] ^= m
+    v[3] ^= last; rounds(v, 2); v[0] ^= last
+    v[2] ^= 0xff; rounds(v, 4)
+    return (v[0] ^ v[1] ^ v[2] ^ v[3]).to_bytes(8, "little")
+
+
+def sign_body(body, secret=HEX_SECRET):
+    """body (the signed part, str) + " mac=" + its tag under a hex: secret."""
+    key = bytes.fromhex(secret[len("hex:"):])
+    return body + " mac=" + siphash24(key, body.encode()).hex()
+
+
 def clean_env(secret=None):
     """The environment for beaconctl: BEACON_SECRET only when asked for."""
     env = {k: v for k, v in os.environ.items() if k != "BEACON_SECRET"}
@@ -384,6 +420,93 @@ class ListenRotationTest(CliTestCase):
         self.assert_one_line_error(r, must_contain=["--secret-file", "at most 4"])
 
 
+class ListenServiceTest(CliTestCase):
+    """listen --service decides as a proxy with ProxyBeaconService."""
+
+    def setUp(self):
+        self.listener = Listener("--service", "shop")
+        self.addCleanup(self.listener.stop)
+
+    def signed(self, *args, ts="now"):
+        r = run(["sign", "--ts", str(ts)] + list(args), secret=HEX_SECRET)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.rstrip("\n")
+
+    def test_the_banner_names_the_service(self):
+        self.assertRegex(self.listener.seen[0], r"^listening on 127\.0\.0\.1:\d+ "
+                                                r"\(max skew 30 s, service shop\)$")
+
+    def test_only_datagrams_for_its_service_are_accepted(self):
+        port = self.listener.port
+        udp_send(port, self.signed("--url", "http://127.0.0.1:8087", "--service", "cart"))
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^dropped wrong service from 127\.0\.0\.1:\d+: "
+                               r"svc=cart \(this receiver is for shop\)$")
+        udp_send(port, self.signed("--url", "http://127.0.0.1:8087"))
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^dropped wrong service from 127\.0\.0\.1:\d+: "
+                               r"no svc \(this receiver is for shop\)$")
+        udp_send(port, self.signed("--service", "Shop"))
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^dropped wrong service .*: svc=Shop ")
+        udp_send(port, self.signed("--url", "http://127.0.0.1:8087", "--service", "shop"))
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^accepted url=http://127\.0\.0\.1:8087 ts=\d+ "
+                               r"svc=shop from 127\.0\.0\.1:\d+ -> add$")
+
+    def test_a_foreign_datagram_moves_no_replay_mark(self):
+        # a later ts for another service, then the member's own older one
+        ts = now_usec()
+        port = self.listener.port
+        for service, at in (("shop", ts), ("cart", ts + 2), ("shop", ts + 1)):
+            udp_send(port, self.signed("--url", "http://127.0.0.1:8088",
+                                       "--service", service, ts=at))
+        self.listener.expect(rf"^accepted .* ts={ts} svc=shop .* -> add$")
+        self.listener.expect(r"^dropped wrong service ")
+        self.listener.expect(rf"^accepted .* ts={ts + 1} svc=shop .* -> renew$")
+
+
+class SecretEnvironmentTest(CliTestCase):
+    """BEACON_SECRET is taken out of beaconctl's environment as it starts.
+    What can be seen from outside is /proc/PID/environ, the memory the
+    environment started in: the value is overwritten there. (That the
+    variable is also unset, so that no child inherits it, only a child
+    could tell, and beaconctl starts none.)"""
+
+    def environ_of(self, pid):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                return f.read()
+        except OSError as e:
+            self.skipTest(f"/proc/{pid}/environ: {e}")
+
+    def test_proc_environ_shows_the_secret_of_a_process_that_keeps_it(self):
+        # the method can see a secret: a process that does not clear it
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "import sys; print('up', flush=True); "
+                                   "sys.stdin.read()"],
+            env=clean_env(HEX_SECRET), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE)
+        self.addCleanup(proc.stdout.close)
+        self.addCleanup(proc.wait, TIMEOUT)
+        self.addCleanup(proc.stdin.close)
+        self.assertEqual(proc.stdout.readline(), b"up\n")  # it runs: exec'd
+        self.assertIn(b"BEACON_SECRET=" + HEX_SECRET.encode() + b"\0",
+                      self.environ_of(proc.pid))
+
+    def test_listen_keeps_the_key_but_not_the_secret(self):
+        listener = Listener()  # BEACON_SECRET=HEX_SECRET; it has read it
+        self.addCleanup(listener.stop)
+        env = self.environ_of(listener.proc.pid)
+        self.assertIn(b"BEACON_SECRET=\0", env)  # the name, its value gone
+        self.assertNotIn(HEX_SECRET[4:].encode(), env)
+        self.assertNotIn(HEX_SECRET[4:20].encode(), env)
+        # and the key it was read into still verifies
+        udp_send(listener.port, run(["sign", "--ts", "now"],
+                                    secret=HEX_SECRET).stdout.rstrip("\n"))
+        listener.expect(r"^accepted heartbeat ")
+
+
 class ListenCountTest(CliTestCase):
     def test_count_exits_after_n_datagrams(self):
         listener = Listener("--count", "2")
@@ -457,6 +580,19 @@ class SendTest(CliTestCase):
         self.assertEqual(len(err), 1, err)
         self.assertRegex(err[0], r"^beaconctl: send: to 255\.255\.255\.255:9: "
                                  r"cannot send: ")
+
+    def test_service_is_sent(self):
+        listener = Listener("--count", "1", "--service", "shop")
+        self.addCleanup(listener.stop)
+        r = run(["send", "--once", "--to", f"127.0.0.1:{listener.port}",
+                 "--url", "http://127.0.0.1:8089", "--host", "web-3",
+                 "--service", "shop"], secret=HEX_SECRET)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        line = listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^accepted url=http://127\.0\.0\.1:8089 "
+                               r"host=web-3 pid=\d+ seq=0 ts=\d+ svc=shop "
+                               r"from 127\.0\.0\.1:\d+ -> add$")
+        self.assertEqual(listener.wait(), 0)
 
     def test_once_to_no_reachable_target_exits_1(self):
         r = run(["send", "--once", "--to", "255.255.255.255:9",
@@ -540,6 +676,9 @@ class ErrorTest(CliTestCase):
             ["listen"],
             ["listen", "--bind", "127.0.0.1:0", "--count", "0"],
             ["listen", "--bind", "127.0.0.1:0", "--max-skew", "-1"],
+            ["listen", "--bind", "127.0.0.1:0", "--service", "a b"],
+            ["listen", "--bind", "127.0.0.1:0", "--service", "x", "--service", "y"],
+            ["send", "--to", "127.0.0.1:9", "--service", "s" * 64],
             ["sign"],
             ["sign", "--ts", "12x"],
             ["sign", "--ts", "1", "--pid", "-1"],
@@ -685,12 +824,12 @@ class SecretFileTest(CliTestCase):
 
 class HelpTest(CliTestCase):
     OPTIONS = {
-        "send": ["--to", "--url", "--host", "--interval", "--once",
-                 "--verbose", "--secret-file", "--help"],
-        "listen": ["--bind", "--max-skew", "--count", "--secret-file",
-                   "--help"],
-        "sign": ["--url", "--host", "--pid", "--seq", "--ts", "--state",
-                 "--secret-file", "--help"],
+        "send": ["--to", "--url", "--host", "--service", "--interval",
+                 "--once", "--verbose", "--secret-file", "--help"],
+        "listen": ["--bind", "--max-skew", "--count", "--service",
+                   "--secret-file", "--help"],
+        "sign": ["--url", "--host", "--pid", "--seq", "--ts", "--service",
+                 "--state", "--secret-file", "--help"],
         "keygen": ["--help"],
     }
 

@@ -10,8 +10,10 @@ import threading
 
 import pytest
 
+import beacon_wire as bw
 from beacon_env import SECRET as SECRET_, make_proxy, receiver_config, wait_member
 from httpd import free_port, wait_for
+from test_sender import sender_httpd
 
 pytestmark = pytest.mark.beacon
 
@@ -220,3 +222,60 @@ def test_an_inline_secret_is_warned_about_once_when_mod_info_shows_the_config(
     if inline:
         assert "mod_info is loaded: /server-info?config shows it" in warned[0]
         assert SECRET_[4:] not in warned[0]
+
+
+def two_services(httpd_factory):
+    """(httpd, {service: udp}): two virtual-host receivers sharing one secret
+    (inherited from the main server), for services a and b."""
+    ports, udps = [free_port(), free_port()], {"a": free_port(), "b": free_port()}
+    vhosts = ""
+    for (svc, udp), port in zip(udps.items(), ports):
+        vhosts += vhost(port, f"    <Proxy balancer://{svc}>\n        ProxySet growth=2\n"
+                              f"    </Proxy>\n    ProxyPass / balancer://{svc}/\n"
+                              f"    ProxyBeaconListen 127.0.0.1:{udp}\n"
+                              f"    ProxyBeaconBalancer {svc}\n"
+                              f"    ProxyBeaconService {svc}\n")
+    h = httpd_factory(tail_config=f"ProxyBeaconSecret {SECRET_}\n" + vhosts)
+    h.proxypass_config = "ProxyPass /balancer-manager !\n"
+    h.start()
+    for udp in udps.values():
+        h.wait_log(r"listening for beacons on udp 127\.0\.0\.1:%d " % udp, since=0)
+    return h, udps
+
+
+def test_a_capture_for_one_service_is_not_accepted_by_another(httpd_factory,
+                                                             backend_factory):
+    h, udps = two_services(httpd_factory)
+    b = backend_factory("b")
+    for_a = bw.announce(SECRET_, url=b.url, extra=[("svc", "a")])
+    bw.send(for_a, ("127.0.0.1", udps["b"]))
+    h.wait_log(r"127\.0\.0\.1:%d: dropped datagram from [^:]+:\d+: wrong service "
+               r"\(svc=a\)" % udps["b"])
+    bw.send(bw.announce(SECRET_, url=b.url), ("127.0.0.1", udps["b"]))
+    h.wait_log(r"127\.0\.0\.1:%d: dropped datagram from [^:]+:\d+: wrong service "
+               r"\(svc=-\)" % udps["b"])
+    bw.send(for_a, ("127.0.0.1", udps["a"]))
+    h.wait_log(r"added backend %s to balancer://a" % b.url)
+    assert "to balancer://b" not in h.error_log()
+
+
+def test_a_sender_announces_its_service(httpd_factory, backend_factory):
+    h, udps = two_services(httpd_factory)
+    sender = sender_httpd(httpd_factory, [f"127.0.0.1:{udps['b']}"])
+    sender.tail_config += "ProxyBeaconService b\n"
+    sender.start()
+    h.wait_log(r"added backend http://127\.0\.0\.1:%d to balancer://b" % sender.port)
+
+
+def test_a_receiver_without_a_service_ignores_svc(httpd_factory, backend_factory):
+    h, ann = make_proxy(httpd_factory)
+    b = backend_factory("b")
+    ann.send(bw.announce(SECRET_, url=b.url, extra=[("svc", "shop")]))
+    wait_member(h, b.url)
+
+
+def test_a_bad_service_name_fails_apache2_t(httpd_factory):
+    h = httpd_factory(tail_config=receiver_config(free_port())
+                      + "ProxyBeaconService shop/eu\n")
+    rc, out = h.check_config()
+    assert rc != 0 and "ProxyBeaconService: 'shop/eu' is not a service name" in out, out
