@@ -161,15 +161,22 @@ def test_the_largest_bounds_are_accepted(httpd_factory):
     assert rc == 0, out
 
 
-def status_listens(port, path="/beacon-status?json"):
+STATUS = "<Location /beacon-status>\n    SetHandler beacon-status\n</Location>\n"
+
+
+def status_json(port):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        conn.request("GET", path)
+        conn.request("GET", "/beacon-status?json")
         resp = conn.getresponse()
         assert resp.status == 200
-        return sorted(r["listen"] for r in json.loads(resp.read())["receivers"])
+        return json.loads(resp.read())
     finally:
         conn.close()
+
+
+def status_listens(port):
+    return sorted(r["listen"] for r in status_json(port)["receivers"])
 
 
 @pytest.mark.parametrize("scope", [None, "vhost", "server"])
@@ -177,8 +184,7 @@ def test_the_status_page_shows_the_receivers_of_the_virtual_host_that_answers(
         httpd_factory, scope):
     ports, udps = [free_port(), free_port()], [free_port(), free_port()]
     setting = f"    ProxyBeaconStatusScope {scope}\n" if scope else ""
-    status = ("<Location /beacon-status>\n    SetHandler beacon-status\n"
-              f"{setting}</Location>\n")
+    status = STATUS.replace("</Location>", f"{setting}</Location>")
     h = httpd_factory(tail_config=status + "".join(
         vhost_receiver(ports[i], udps[i], balancer=f"v{i}", own_balancer=True)
         for i in range(2)))
@@ -225,8 +231,9 @@ def test_an_inline_secret_is_warned_about_once_when_mod_info_shows_the_config(
 
 
 def two_services(httpd_factory):
-    """(httpd, {service: udp}): two virtual-host receivers sharing one secret
-    (inherited from the main server), for services a and b."""
+    """(httpd, {service: udp}, {service: port}): two virtual-host receivers
+    sharing one secret (inherited from the main server), for services a
+    and b, each with its status page."""
     ports, udps = [free_port(), free_port()], {"a": free_port(), "b": free_port()}
     vhosts = ""
     for (svc, udp), port in zip(udps.items(), ports):
@@ -235,32 +242,35 @@ def two_services(httpd_factory):
                               f"    ProxyBeaconListen 127.0.0.1:{udp}\n"
                               f"    ProxyBeaconBalancer {svc}\n"
                               f"    ProxyBeaconService {svc}\n")
-    h = httpd_factory(tail_config=f"ProxyBeaconSecret {SECRET_}\n" + vhosts)
-    h.proxypass_config = "ProxyPass /balancer-manager !\n"
+    h = httpd_factory(tail_config=STATUS + f"ProxyBeaconSecret {SECRET_}\n" + vhosts)
+    h.proxypass_config = "ProxyPass /balancer-manager !\nProxyPass /beacon-status !\n"
     h.start()
     for udp in udps.values():
         h.wait_log(r"listening for beacons on udp 127\.0\.0\.1:%d " % udp, since=0)
-    return h, udps
+    return h, udps, dict(zip(udps, ports))
 
 
 def test_a_capture_for_one_service_is_not_accepted_by_another(httpd_factory,
                                                              backend_factory):
-    h, udps = two_services(httpd_factory)
+    h, udps, ports = two_services(httpd_factory)
     b = backend_factory("b")
     for_a = bw.announce(SECRET_, url=b.url, extra=[("svc", "a")])
     bw.send(for_a, ("127.0.0.1", udps["b"]))
     h.wait_log(r"127\.0\.0\.1:%d: dropped datagram from [^:]+:\d+: wrong service "
                r"\(svc=a\)" % udps["b"])
-    bw.send(bw.announce(SECRET_, url=b.url), ("127.0.0.1", udps["b"]))
-    h.wait_log(r"127\.0\.0\.1:%d: dropped datagram from [^:]+:\d+: wrong service "
-               r"\(svc=-\)" % udps["b"])
+    bw.send(bw.announce(SECRET_, url=b.url), ("127.0.0.1", udps["b"]))  # no svc
+
+    def dropped_at_b():
+        [receiver] = status_json(ports["b"])["receivers"]
+        return receiver["dropped"]["wrong_service"] == 2
+    wait_for(dropped_at_b, 10, "two wrong_service drops at service b")
     bw.send(for_a, ("127.0.0.1", udps["a"]))
     h.wait_log(r"added backend %s to balancer://a" % b.url)
     assert "to balancer://b" not in h.error_log()
 
 
 def test_a_sender_announces_its_service(httpd_factory, backend_factory):
-    h, udps = two_services(httpd_factory)
+    h, udps, _ = two_services(httpd_factory)
     sender = sender_httpd(httpd_factory, [f"127.0.0.1:{udps['b']}"])
     sender.tail_config += "ProxyBeaconService b\n"
     sender.start()
