@@ -289,3 +289,17 @@ def test_a_bad_service_name_fails_apache2_t(httpd_factory):
                       + "ProxyBeaconService shop/eu\n")
     rc, out = h.check_config()
     assert rc != 0 and "ProxyBeaconService: 'shop/eu' is not a service name" in out, out
+
+
+@pytest.mark.parametrize("url", ["balancer://cluster", "balancer://other",
+                                 "ftp://127.0.0.1:2121", "gopher://127.0.0.1:70"])
+def test_a_url_httpd_cannot_proxy_a_member_to_is_refused(httpd_factory, backend_factory,
+                                                         url):
+    h, ann = make_proxy(httpd_factory)
+    live = backend_factory("live")
+    ann.announce(live.url)
+    wait_member(h, live.url)
+    ann.announce(url)
+    h.wait_log(r"dropped datagram from [^:]+:\d+: unacceptable url '%s'" % re.escape(url))
+    assert [w["name"] for w in h.balancer_members()] == [live.url]
+    assert h.get("/") == (200, "live")
