@@ -106,7 +106,8 @@ static void check_datagram(const char *buf, size_t len,
     check_span("seq", dg->seq, buf, signed_len);
     check_span("state", dg->state, buf, signed_len);
     check_span("svc", dg->svc, buf, signed_len);
-    FUZZ_CHECK(dg->svc.ptr == NULL || service_is_valid(dg->svc.ptr, dg->svc.len),
+    FUZZ_CHECK(dg->svc.ptr == NULL ||
+                   service_is_valid(dg->svc.ptr, dg->svc.len),
                "accepted svc=%.*s", (int)dg->svc.len, dg->svc.ptr);
     FUZZ_CHECK(dg->bad_field.ptr == NULL, "bad_field set on BEACON_OK");
     FUZZ_CHECK(dg->ts >= 0 && dg->ts <= TS_LIMIT, "ts %lld out of range",
@@ -146,6 +147,37 @@ static int pre_mac(beacon_reason_t r)
            r == BEACON_DROP_BAD_FRAME;
 }
 
+/* Key rotation (beacon_verify_any): the verdict under {other, key} is
+ * key's (r) unless key's was a mismatch, and then it is other's (ro). */
+static void check_rotation(const char *buf, size_t len, apr_time_t now,
+                           beacon_reason_t r, beacon_reason_t ro)
+{
+#ifdef BEACON_MAX_KEYS
+    beacon_key_t both[2];
+    beacon_datagram_t dga;
+    beacon_reason_t ra, r0;
+
+    both[0] = other;
+    both[1] = key;
+    ra = beacon_verify_any(buf, len, both, 2, now, FUZZ_SKEW, &dga);
+    FUZZ_CHECK(ra == (r == BEACON_DROP_MAC_MISMATCH ? ro : r),
+               "verify_any %s, key %s, other %s", beacon_reason_name(ra),
+               beacon_reason_name(r), beacon_reason_name(ro));
+    if (ra == BEACON_OK) {
+        check_datagram(buf, len, &dga, now);
+    }
+    r0 = beacon_verify_any(buf, len, both, 0, now, FUZZ_SKEW, &dga);
+    FUZZ_CHECK(r0 == (pre_mac(r) ? r : BEACON_DROP_MAC_MISMATCH),
+               "verify_any with no key: %s", beacon_reason_name(r0));
+#else
+    (void)buf;
+    (void)len;
+    (void)now;
+    (void)r;
+    (void)ro;
+#endif
+}
+
 /* beacon_verify() with every cross-check; returns its reason. */
 static beacon_reason_t verify_checked(const char *buf, size_t len,
                                       apr_time_t now, int correctly_signed)
@@ -156,7 +188,8 @@ static beacon_reason_t verify_checked(const char *buf, size_t len,
     r = beacon_verify(buf, len, &key, now, FUZZ_SKEW, &dg);
     FUZZ_CHECK((unsigned)r < BEACON_REASON_COUNT, "reason %d", (int)r);
     FUZZ_CHECK(r != BEACON_DROP_UNACCEPTABLE_URL &&
-                   r != BEACON_DROP_REPLAYED_TS && r != BEACON_DROP_TABLE_FULL &&
+                   r != BEACON_DROP_REPLAYED_TS &&
+                   r != BEACON_DROP_TABLE_FULL &&
                    r != BEACON_DROP_WRONG_SERVICE,
                "beacon_verify gave a receive-step reason: %s",
                beacon_reason_name(r));
@@ -196,28 +229,7 @@ static beacon_reason_t verify_checked(const char *buf, size_t len,
                    "passes under two keys: %s", beacon_reason_name(ro));
     }
 
-#ifdef BEACON_MAX_KEYS
-    /* Key rotation (beacon_verify_any): the verdict under {other, key} is
-     * key's unless key's was a mismatch, and then it is other's. */
-    {
-        beacon_key_t both[2];
-        beacon_datagram_t dga;
-        beacon_reason_t ra, r0;
-
-        both[0] = other;
-        both[1] = key;
-        ra = beacon_verify_any(buf, len, both, 2, now, FUZZ_SKEW, &dga);
-        FUZZ_CHECK(ra == (r == BEACON_DROP_MAC_MISMATCH ? ro : r),
-                   "verify_any %s, key %s, other %s", beacon_reason_name(ra),
-                   beacon_reason_name(r), beacon_reason_name(ro));
-        if (ra == BEACON_OK) {
-            check_datagram(buf, len, &dga, now);
-        }
-        r0 = beacon_verify_any(buf, len, both, 0, now, FUZZ_SKEW, &dga);
-        FUZZ_CHECK(r0 == (pre_mac(r) ? r : BEACON_DROP_MAC_MISMATCH),
-                   "verify_any with no key: %s", beacon_reason_name(r0));
-    }
-#endif
+    check_rotation(buf, len, now, r, ro);
     return r;
 }
 
@@ -460,6 +472,16 @@ static int is_for_table(const beacon_datagram_t *dg)
                       memcmp(dg->svc.ptr, table.service, n) == 0);
 }
 
+/* Whether two copies of a record say the same, field by field (a memcmp
+ * would compare their padding too). */
+static int same_record(const beacon_record_t *a, const beacon_record_t *b)
+{
+    return strcmp(a->url, b->url) == 0 && a->state == b->state &&
+           a->high_ts == b->high_ts && a->last_seen == b->last_seen &&
+           a->retry_at == b->retry_at && a->backoff == b->backoff &&
+           a->hash == b->hash && a->next == b->next;
+}
+
 /* A foreign datagram: wrong service, and the table as it was. */
 static void check_foreign(const beacon_datagram_t *dg, beacon_reason_t r,
                           const beacon_event_t *ev, const snapshot_t *before)
@@ -471,8 +493,7 @@ static void check_foreign(const beacon_datagram_t *dg, beacon_reason_t r,
                "svc not the table's \"%s\", yet %s", table.service,
                beacon_reason_name(r));
     FUZZ_CHECK(after.count == before->count && after.found == before->found &&
-                   (!after.found ||
-                    memcmp(&after.rec, &before->rec, sizeof(after.rec)) == 0),
+                   (!after.found || same_record(&after.rec, &before->rec)),
                "a wrong service changed the table");
 }
 
@@ -562,10 +583,17 @@ static void set_service(const char *p, const char *end)
     memcpy(name, p, n);
     name[n] = '\0';
     beacon_table_set_service(&table, name);
-    FUZZ_CHECK(strlen(table.service) <= BEACON_SERVICE_MAX &&
-                   (strcmp(table.service, name) == 0) ==
-                       (n == 0 || service_is_valid(name, n)),
-               "service \"%s\" set as \"%s\"", name, table.service);
+    if (n == 0 || service_is_valid(name, n)) {
+        FUZZ_CHECK(strcmp(table.service, name) == 0,
+                   "service \"%s\" set as \"%s\"", name, table.service);
+    }
+    else { /* fails closed: some name no datagram can carry */
+        n = strlen(table.service);
+        FUZZ_CHECK(n > 0 && n <= BEACON_SERVICE_MAX &&
+                       !service_is_valid(table.service, n),
+                   "invalid service \"%s\" set as \"%s\"", name,
+                   table.service);
+    }
 }
 
 static void run_script(const char *data, size_t size)

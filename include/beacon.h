@@ -151,10 +151,11 @@ int beacon_value_is_valid(const char *v);
 
 /*
  * Writes the signed datagram for a into buf (NUL-terminated) in the wire
- * order url, host, pid, seq, ts, state, mac. Returns its length, or -1 when
- * a value is empty or holds a space or a non-printable byte, ts, pid or seq
- * is above BEACON_DECIMAL_MAX, or the datagram would exceed
- * BEACON_MAX_DATAGRAM or bufsize - 1.
+ * order url, host, pid, seq, ts, svc, state, mac. Returns its length, or -1
+ * when a value is empty or holds a space or a non-printable byte, svc is
+ * not a valid service (beacon_service_is_valid), ts, pid or seq is above
+ * BEACON_DECIMAL_MAX, or the datagram would exceed BEACON_MAX_DATAGRAM or
+ * bufsize - 1.
  */
 int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
                   const beacon_key_t *key);
@@ -253,13 +254,18 @@ beacon_reason_t beacon_verify_any(const char *buf, apr_size_t len,
 
 /*
  * Canonicalizes an origin scheme://host[:port][/] into out (NUL-terminated):
- * scheme and host lower-cased, the scheme's default port dropped, one
- * trailing '/' ignored, an IPv6 literal rewritten in its RFC 5952 form.
+ * scheme and host lower-cased, the scheme's default port dropped (httpd's:
+ * http 80, https 443, ws 80, wss 443, h2 443, h2c 80, ajp 8009, fcgi 8000,
+ * scgi 4000; uwsgi has none, so its port is required), one trailing '/'
+ * ignored, an IPv6 literal rewritten in its RFC 5952 form. The result is
+ * what httpd names the worker of that url, and fits it: at most 267 bytes.
  * Returns NULL on success, else a static message saying what is wrong
- * ("a path is not allowed", ...). Rejected: paths other than "/", queries,
- * fragments, userinfo, ports that are 0, above 65535 or not decimal, a
- * missing host, non-printable bytes, the "unix:" socket form, and results
- * longer than outsize - 1.
+ * ("a path is not allowed", ...). Rejected: schemes httpd does not proxy
+ * to a balancer member (all but the ten above, balancer:// among them),
+ * hosts longer than 253 bytes, paths other than "/", queries, fragments,
+ * userinfo, ports that are 0, above 65535 or not decimal, a missing host,
+ * non-printable bytes, the "unix:" socket form, and results longer than
+ * outsize - 1.
  */
 const char *beacon_url_canonicalize(const char *url, apr_size_t len, char *out,
                                     apr_size_t outsize);
@@ -338,7 +344,7 @@ void beacon_table_set_service(beacon_table_t *t, const char *service);
 beacon_record_t *beacon_table_find(beacon_table_t *t, const char *url);
 
 /*
- * Step 7 and the state machine for one verified announcement of canonical
+ * Step 8 and the state machine for one verified announcement of canonical
  * url with timestamp ts, received at now. Creates the record if new
  * (BEACON_DROP_TABLE_FULL when all are in use); BEACON_DROP_REPLAYED_TS
  * unless ts > the record's high-water mark. On BEACON_OK the lease is
@@ -405,9 +411,10 @@ typedef struct {
 } beacon_event_t;
 
 /*
- * Steps 1 to 7 of the wire format for one datagram: beacon_verify, the
- * table's service (BEACON_DROP_WRONG_SERVICE), then (when a url is present)
- * beacon_url_canonicalize and beacon_table_accept.
+ * Steps 1 to 8 of the wire format for one datagram: beacon_verify, the
+ * table's service (step 6, BEACON_DROP_WRONG_SERVICE, heartbeats too),
+ * then (when a url is present) beacon_url_canonicalize and
+ * beacon_table_accept.
  * A heartbeat (no url) gives BEACON_OK with ev->rec NULL and no action.
  */
 beacon_reason_t beacon_receive(beacon_table_t *t, const beacon_key_t *key,

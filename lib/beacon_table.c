@@ -52,13 +52,14 @@ void beacon_table_set_service(beacon_table_t *t, const char *service)
         t->service[0] = '\0';
     }
     else if (beacon_service_is_valid(service)) {
-        strcpy(t->service, service); /* fits: at most BEACON_SERVICE_MAX */
+        /* fits: at most BEACON_SERVICE_MAX bytes and the NUL */
+        memcpy(t->service, service, strlen(service) + 1);
     }
     else {
         /* A caller's bug. Fail closed: "!" is no service a datagram can
          * name, where "" would accept every service and a cut name
          * another one. */
-        strcpy(t->service, "!");
+        memcpy(t->service, "!", sizeof("!"));
     }
 }
 

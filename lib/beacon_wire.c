@@ -340,17 +340,20 @@ static int span_is(const beacon_span_t *s, const char *lit, apr_size_t n)
     return s->len == n && memcmp(s->ptr, lit, n) == 0;
 }
 
-/* Whether key already appears among the tokens before it. */
-static int key_seen_before(const char *signed_part, apr_size_t signed_len,
-                           const beacon_span_t *key)
+/*
+ * Whether key is one of keys[0..n). Quadratic in the number of fields,
+ * but only after the MAC, over the keys alone, and the frame check caps
+ * the fields at BEACON_MAX_FIELDS: at most 496 comparisons of short keys,
+ * whoever signed the datagram.
+ */
+static int key_among(const beacon_span_t *keys, unsigned n,
+                     const beacon_span_t *key)
 {
-    tokens_t t = tokens_of(signed_part, signed_len);
-    beacon_span_t k, v;
+    unsigned i;
 
-    /* Quadratic, but only after the MAC and over at most BEACON_MAX_FIELDS
-     * tokens (the frame check's cap): a few hundred comparisons at worst. */
-    while (next_token(&t, &k, &v) == 1 && k.ptr < key->ptr) {
-        if (k.len == key->len && memcmp(k.ptr, key->ptr, k.len) == 0) {
+    for (i = 0; i < n; i++) {
+        if (keys[i].len == key->len &&
+            memcmp(keys[i].ptr, key->ptr, key->len) == 0) {
             return 1;
         }
     }
@@ -376,6 +379,8 @@ static beacon_reason_t parse_fields(const char *buf, apr_size_t signed_len,
     };
     tokens_t t = tokens_of(buf, signed_len);
     beacon_span_t key, value, ts = {NULL, 0};
+    beacon_span_t unknown[BEACON_MAX_FIELDS];
+    unsigned nunknown = 0;
     apr_size_t i;
 
     memset(out, 0, sizeof(*out));
@@ -394,8 +399,11 @@ static beacon_reason_t parse_fields(const char *buf, apr_size_t signed_len,
             }
         }
         if (slot == NULL) {
-            if (key_seen_before(buf, signed_len, &key)) {
+            if (key_among(unknown, nunknown, &key)) {
                 return BEACON_DROP_DUPLICATE_FIELD;
+            }
+            if (nunknown < BEACON_MAX_FIELDS) { /* always: the frame's cap */
+                unknown[nunknown++] = key;
             }
             continue; /* unknown keys are covered by the MAC and ignored */
         }

@@ -62,25 +62,35 @@ def siphash24(key, msg):
     def rotl(x, b):
         return ((x << b) | (x >> (64 - b))) & mask
 
-    def rounds(v, n):
-        for _ in range(n):
-            v[0] = (v[0] + v[1]) & mask; v[1] = rotl(v[1], 13) ^ v[0]
-            v[0] = rotl(v[0], 32)
-            v[2] = (v[2] + v[3]) & mask; v[3] = rotl(v[3], 16) ^ v[2]
-            v[0] = (v[0] + v[3]) & mask; v[3] = rotl(v[3], 21) ^ v[0]
-            v[2] = (v[2] + v[1]) & mask; v[1] = rotl(v[1], 17) ^ v[2]
-            v[2] = rotl(v[2], 32)
+    def sipround(v):
+        v[0] = (v[0] + v[1]) & mask
+        v[1] = rotl(v[1], 13) ^ v[0]
+        v[0] = rotl(v[0], 32)
+        v[2] = (v[2] + v[3]) & mask
+        v[3] = rotl(v[3], 16) ^ v[2]
+        v[0] = (v[0] + v[3]) & mask
+        v[3] = rotl(v[3], 21) ^ v[0]
+        v[2] = (v[2] + v[1]) & mask
+        v[1] = rotl(v[1], 17) ^ v[2]
+        v[2] = rotl(v[2], 32)
+
+    def absorb(v, m):
+        v[3] ^= m
+        sipround(v)
+        sipround(v)
+        v[0] ^= m
 
     k0, k1 = (int.from_bytes(key[i:i + 8], "little") for i in (0, 8))
     v = [k0 ^ 0x736f6d6570736575, k1 ^ 0x646f72616e646f6d,
          k0 ^ 0x6c7967656e657261, k1 ^ 0x7465646279746573]
     tail = len(msg) % 8
-    last = (len(msg) & 0xff) << 56 | int.from_bytes(msg[len(msg) - tail:], "little")
     for i in range(0, len(msg) - tail, 8):
-        m = int.from_bytes(msg[i:i + 8], "little")
-        v[3] ^= m; rounds(v, 2); v[0] ^= m
-    v[3] ^= last; rounds(v, 2); v[0] ^= last
-    v[2] ^= 0xff; rounds(v, 4)
+        absorb(v, int.from_bytes(msg[i:i + 8], "little"))
+    absorb(v, (len(msg) & 0xff) << 56
+           | int.from_bytes(msg[len(msg) - tail:], "little"))
+    v[2] ^= 0xff
+    for _ in range(4):
+        sipround(v)
     return (v[0] ^ v[1] ^ v[2] ^ v[3]).to_bytes(8, "little")
 
 
@@ -275,7 +285,8 @@ class SignTest(CliTestCase):
                 r = run(["sign", "--ts", "5", "--service", name],
                         secret=HEX_SECRET)
                 self.assert_one_line_error(
-                    r, must_contain=["--service", "1 to 63", "A-Z a-z 0-9 . _ -"])
+                    r, must_contain=["--service", "1 to 63",
+                                     "A-Z a-z 0-9 . _ -"])
         r = run(["sign", "--ts", "5", "--service", "s" * 63], secret=HEX_SECRET)
         self.assertEqual(r.returncode, 0, r.stderr)
 
@@ -340,8 +351,9 @@ class ListenTest(CliTestCase):
 
     def test_accepted_lines_show_svc_in_wire_order(self):
         ts = now_usec()
-        signed = run(["sign", "--url", "http://127.0.0.1:8085", "--host", "web-1",
-                      "--ts", str(ts), "--service", "cart", "--state", "leaving"],
+        signed = run(["sign", "--url", "http://127.0.0.1:8085",
+                      "--host", "web-1", "--ts", str(ts),
+                      "--service", "cart", "--state", "leaving"],
                      secret=HEX_SECRET).stdout.rstrip("\n")
         udp_send(self.listener.port, signed)
         line = self.listener.expect(r"^(accepted|dropped) ")
@@ -433,12 +445,14 @@ class ListenServiceTest(CliTestCase):
         return r.stdout.rstrip("\n")
 
     def test_the_banner_names_the_service(self):
-        self.assertRegex(self.listener.seen[0], r"^listening on 127\.0\.0\.1:\d+ "
-                                                r"\(max skew 30 s, service shop\)$")
+        self.assertRegex(self.listener.seen[0],
+                         r"^listening on 127\.0\.0\.1:\d+ "
+                         r"\(max skew 30 s, service shop\)$")
 
     def test_only_datagrams_for_its_service_are_accepted(self):
         port = self.listener.port
-        udp_send(port, self.signed("--url", "http://127.0.0.1:8087", "--service", "cart"))
+        udp_send(port, self.signed("--url", "http://127.0.0.1:8087",
+                                   "--service", "cart"))
         line = self.listener.expect(r"^(accepted|dropped) ")
         self.assertRegex(line, r"^dropped wrong service from 127\.0\.0\.1:\d+: "
                                r"svc=cart \(this receiver is for shop\)$")
@@ -449,7 +463,8 @@ class ListenServiceTest(CliTestCase):
         udp_send(port, self.signed("--service", "Shop"))
         line = self.listener.expect(r"^(accepted|dropped) ")
         self.assertRegex(line, r"^dropped wrong service .*: svc=Shop ")
-        udp_send(port, self.signed("--url", "http://127.0.0.1:8087", "--service", "shop"))
+        udp_send(port, self.signed("--url", "http://127.0.0.1:8087",
+                                   "--service", "shop"))
         line = self.listener.expect(r"^(accepted|dropped) ")
         self.assertRegex(line, r"^accepted url=http://127\.0\.0\.1:8087 ts=\d+ "
                                r"svc=shop from 127\.0\.0\.1:\d+ -> add$")
@@ -677,7 +692,8 @@ class ErrorTest(CliTestCase):
             ["listen", "--bind", "127.0.0.1:0", "--count", "0"],
             ["listen", "--bind", "127.0.0.1:0", "--max-skew", "-1"],
             ["listen", "--bind", "127.0.0.1:0", "--service", "a b"],
-            ["listen", "--bind", "127.0.0.1:0", "--service", "x", "--service", "y"],
+            ["listen", "--bind", "127.0.0.1:0", "--service", "x",
+             "--service", "y"],
             ["send", "--to", "127.0.0.1:9", "--service", "s" * 64],
             ["sign"],
             ["sign", "--ts", "12x"],

@@ -1,9 +1,9 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * The lease and replay table (steps 7 and the member state machine) and
- * beacon_receive() end to end. Time is the caller's: every boundary is
- * exercised to the microsecond.
+ * The lease and replay table (step 8 and the member state machine), the
+ * receiver's service (step 6) and beacon_receive() end to end. Time is the
+ * caller's: every boundary is exercised to the microsecond.
  */
 #include "test_common.h"
 
@@ -1108,7 +1108,8 @@ static void a_foreign_service_never_touches_the_table(void **state)
     len = sign(dg, sizeof dg, &k,
                "BEACON url=http://b ts=1796000000000006 svc=cart");
     assert_reason_equal(beacon_receive(t, &k, dg, len, N + SEC, &ev),
-                        BEACON_DROP_WRONG_SERVICE, "a new url, another service");
+                        BEACON_DROP_WRONG_SERVICE,
+                        "a new url, another service");
     assert_true(rec->high_ts == N);
     assert_true(rec->last_seen == N);
     assert_null(beacon_table_find(t, "http://b"));
@@ -1157,7 +1158,8 @@ static void an_invalid_service_matches_no_datagram(void **state)
                                       "345678901234567890123456789012");
         assert_reason_equal(beacon_receive(t, &k, dg, len, N, &ev),
                             BEACON_DROP_WRONG_SERVICE, bad[i]);
-        len = sign(dg, sizeof dg, &k, "BEACON url=http://a ts=1796000000000000");
+        len = sign(dg, sizeof dg, &k,
+                   "BEACON url=http://a ts=1796000000000000");
         assert_reason_equal(beacon_receive(t, &k, dg, len, N, &ev),
                             BEACON_DROP_WRONG_SERVICE, bad[i]);
     }
