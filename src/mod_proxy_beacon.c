@@ -160,9 +160,12 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
         warn_secret_on_server_info(main_s);
     }
     for (s = main_s; s; s = s->next) {
-        beacon_server_conf *conf = beacon_conf(s);
+        beacon_server_conf *conf = beacon_role_conf(s, main_s);
         const char *problem = NULL;
 
+        if (conf == NULL) {
+            continue;
+        }
         if (conf->listen_set && conf->targets) {
             problem = "ProxyBeaconListen and ProxyBeaconAddress cannot both "
                       "be set in one server: a server is a receiver or a "

@@ -17,6 +17,14 @@ beacon_server_conf *beacon_conf(const server_rec *s)
     return ap_get_module_config(s->module_config, &proxy_beacon_module);
 }
 
+beacon_server_conf *beacon_role_conf(const server_rec *s,
+                                     const server_rec *main_s)
+{
+    beacon_server_conf *conf = beacon_conf(s);
+
+    return s == main_s || conf != beacon_conf(main_s) ? conf : NULL;
+}
+
 static const char *where_of(cmd_parms *cmd)
 {
     return apr_psprintf(cmd->pool, "%s:%d", cmd->directive->filename,

@@ -53,6 +53,15 @@ typedef struct {
 
 beacon_server_conf *beacon_conf(const server_rec *s);
 
+/*
+ * The configuration of s if s has a role of its own to play: NULL for a
+ * virtual host that names none of the module's directives, to which httpd
+ * hands the main server's configuration itself (roles included; roles are
+ * never inherited).
+ */
+beacon_server_conf *beacon_role_conf(const server_rec *s,
+                                     const server_rec *main_s);
+
 /* Per directory: what the beacon-status handler shows there. */
 typedef struct {
     int status_scope;   /* BEACON_SCOPE_*; unset: the virtual host's */

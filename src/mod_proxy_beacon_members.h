@@ -50,8 +50,9 @@ struct beacon_receiver {
 void beacon_members_start(beacon_receiver *r, apr_pool_t *pool,
                           apr_time_t now, apr_pool_t *p);
 
-/* A beacon_datagram_fn: steps 1 to 7 of the wire format, then the action
- * on the balancer. ctx is the receiver. */
+/* A beacon_datagram_fn: the receiver's steps of the wire format
+ * (beacon_receive_any), then the action on the balancer. ctx is the
+ * receiver. */
 void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
                            const struct sockaddr *peer, socklen_t peer_len,
                            apr_pool_t *scratch);

@@ -152,10 +152,10 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
     receivers = NULL;
     receiver_count = 0;
     for (s = main_s; s; s = s->next) {
-        beacon_server_conf *conf = beacon_conf(s);
+        beacon_server_conf *conf = beacon_role_conf(s, main_s);
         beacon_receiver *r;
 
-        if (!conf->listen_set) {
+        if (conf == NULL || !conf->listen_set) {
             continue;
         }
         if ((r = make_receiver(pconf, s, conf)) == NULL) {

@@ -393,10 +393,10 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
     sender_count = 0;
     apr_gethostname(hostname, sizeof(hostname), pconf);
     for (s = main_s; s; s = s->next) {
-        beacon_server_conf *conf = beacon_conf(s);
+        beacon_server_conf *conf = beacon_role_conf(s, main_s);
         beacon_sender *snd;
 
-        if (conf->targets == NULL) {
+        if (conf == NULL || conf->targets == NULL) {
             continue;
         }
         snd = apr_pcalloc(pconf, sizeof(*snd));

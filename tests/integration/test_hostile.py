@@ -11,7 +11,8 @@ import threading
 import pytest
 
 import beacon_wire as bw
-from beacon_env import SECRET as SECRET_, make_proxy, receiver_config, wait_member
+from beacon_env import (SECRET as SECRET_, Announcer, make_proxy, receiver_config,
+                        wait_member)
 from httpd import free_port, wait_for
 from test_sender import sender_httpd
 
@@ -303,3 +304,43 @@ def test_a_url_httpd_cannot_proxy_a_member_to_is_refused(httpd_factory, backend_
     h.wait_log(r"dropped datagram from [^:]+:\d+: unacceptable url '%s'" % re.escape(url))
     assert [w["name"] for w in h.balancer_members()] == [live.url]
     assert h.get("/") == (200, "live")
+
+
+@pytest.mark.parametrize("url,problem", [
+    ("http://" + "a" * 256 + ":8080", "the host is longer than 253 bytes"),
+    ("balancer://cluster", "is not one httpd proxies to a member"),
+])
+def test_a_sender_cannot_advertise_what_a_proxy_cannot_hold(httpd_factory, url, problem):
+    h = httpd_factory(tail_config=f"ProxyBeaconAddress 127.0.0.1:{free_port()}\n"
+                      f"ProxyBeaconSecret {SECRET_}\nProxyBeaconAdvertise {url}\n")
+    rc, out = h.check_config()
+    assert rc != 0 and "ProxyBeaconAdvertise: " in out and problem in out, out
+
+
+def test_a_virtual_host_without_beacon_directives_takes_no_role(httpd_factory,
+                                                                backend_factory):
+    """httpd hands a virtual host without any of the module's directives the
+    main server's configuration itself; the roles must not come with it."""
+    udp = free_port()
+    h = httpd_factory(tail_config=vhost(free_port(), "") + receiver_config(udp))
+    h.start()
+    h.wait_log(r"BCN00050: listening for beacons on udp 127\.0\.0\.1:%d " % udp, since=0)
+    b = backend_factory("b")
+    Announcer(udp).announce(b.url)
+    wait_member(h, b.url)
+    assert h.error_log().count("BCN00050") == 1
+
+
+def test_a_virtual_host_without_beacon_directives_sends_nothing(httpd_factory):
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rx:
+        rx.bind(("127.0.0.1", 0))
+        rx.settimeout(5)
+        sender = sender_httpd(httpd_factory, ["127.0.0.1:%d" % rx.getsockname()[1]],
+                              interval="200ms")
+        sender.tail_config = vhost(free_port(), "") + sender.tail_config
+        sender.start()
+        seen = [bw.fields(rx.recv(4096)) for _ in range(8)]
+    streams = {d["pid"] for d in seen}
+    seqs = [int(d["seq"]) for d in seen]
+    assert len(streams) == 1 and len(set(seqs)) == len(seqs), seen

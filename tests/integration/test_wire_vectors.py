@@ -121,8 +121,11 @@ def test_each_secret_file_gives_its_key_or_is_refused():
 # ---------------------------------------------------------------------------
 # The receiver's drop table: its macs are what they claim to be
 
-SIGNED_REASONS = {b"ok", b"duplicate field", b"bad ts", b"stale ts", b"unacceptable url"}
-DROPS = rows("drops.txt", "reason", "datagram", "name")
+SIGNED_REASONS = {b"ok", b"duplicate field", b"bad ts", b"bad field", b"stale ts",
+                  b"wrong service", b"unacceptable url"}
+DROPS = (rows("drops.txt", "reason", "datagram", "name")
+         + [{k: r[k] for k in ("reason", "datagram", "name")}
+            for r in rows("drops-service.txt", "service", "reason", "datagram", "name")])
 HEX_KEY = "hex:00112233445566778899aabbccddeeff"
 
 
