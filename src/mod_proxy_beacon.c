@@ -13,7 +13,8 @@
  *   mod_proxy_beacon_receiver.c  the receivers' watchdog thread and loop
  *   mod_proxy_beacon_members.c   one receiver's members: decisions applied
  *   mod_proxy_beacon_inbox.c     a receiver's UDP socket
- *   mod_proxy_beacon_balancer.c  mod_proxy_balancer and the registry
+ *   mod_proxy_beacon_balancer.c  mod_proxy_balancer
+ *   mod_proxy_beacon_registry.c  which members beacon created
  *   mod_proxy_beacon_sender.c    the senders' lanes
  *   mod_proxy_beacon_status.c    beacon-status and the server-status section
  *   mod_proxy_beacon_shm.c       the status shared memory

@@ -11,6 +11,7 @@
  */
 
 #include "mod_proxy_beacon_balancer.h"
+#include "mod_proxy_beacon_registry.h"
 
 #include <apr_atomic.h>
 #include <apr_strings.h>
@@ -26,27 +27,12 @@
 #pragma weak ap_proxy_initialize_worker
 #pragma weak ap_proxy_parse_wstatus
 
-#define REGISTRY_NAME "proxy_beacon_registry"
-
-/*
- * One registry entry per member beacon created. It lives in shared memory
- * so that the mark survives the watchdog child that wrote it, and a status
- * bit is not enough: other processes rewrite w->s->status without locks.
- * Written only under the balancer's global mutex.
- */
-typedef struct {
-    char balancer[PROXY_BALANCER_MAX_NAME_SIZE];
-    char url[BEACON_URL_MAX];
-    apr_uint32_t in_use;
-} beacon_mark;
-
 struct beacon_target {
     server_rec *s;
     proxy_server_conf *conf;
     proxy_balancer *b;
     int manage_max_attempts; /* the admin left maxattempts unset */
-    ap_slotmem_provider_t *storage;
-    ap_slotmem_instance_t *registry;
+    beacon_registry *registry;
 };
 
 int beacon_proxy_linked(void)
@@ -88,91 +74,10 @@ const void *beacon_proxy_balancer_identity(apr_pool_t *p, server_rec *s,
     return b ? (const void *)b->s : NULL;
 }
 
-/* ------------------------------------------------------------------ */
-/* Registry                                                            */
-
-/* "proxy_beacon_<balancer>_<port>": one registry per receiver, a name that
- * stays the same across restarts so the persisted copy is found again. */
-static const char *registry_name(apr_pool_t *p, const char *balancer_name,
-                                 apr_port_t port)
+/* Whether beacon created url in this balancer. */
+static int ours(const beacon_target *t, const char *url)
 {
-    char *name = apr_psprintf(p, "proxy_beacon_%s_%u", balancer_name,
-                              (unsigned)port);
-    char *c;
-
-    for (c = name; *c; c++) {
-        if (!apr_isalnum(*c) && *c != '-') {
-            *c = '_';
-        }
-    }
-    return name;
-}
-
-/*
- * Persisted across restarts and stops (mod_slotmem_shm writes it to
- * DefaultRuntimeDir), so that beacon's members can be restored before the
- * first request of the new generation even without BalancerPersist.
- */
-static apr_status_t registry_open(beacon_target *t, apr_pool_t *pconf,
-                                  const char *name)
-{
-    apr_status_t rv;
-
-    /* check_config made sure mod_slotmem_shm is loaded */
-    t->storage = ap_lookup_provider(AP_SLOTMEM_PROVIDER_GROUP, "shm",
-                                    AP_SLOTMEM_PROVIDER_VERSION);
-    rv = t->storage->create(&t->registry, name, sizeof(beacon_mark),
-                            BEACON_TABLE_CAPACITY,
-                            AP_SLOTMEM_TYPE_PREGRAB | AP_SLOTMEM_TYPE_PERSIST,
-                            pconf);
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, t->s, BCNLOGNO(00002)
-                     "cannot create the member registry %s in shared memory",
-                     name);
-    }
-    return rv;
-}
-
-static beacon_mark *mark_at(const beacon_target *t, unsigned i)
-{
-    void *p = NULL;
-
-    if (t->storage->dptr(t->registry, i, &p) != APR_SUCCESS) {
-        return NULL;
-    }
-    return p;
-}
-
-static beacon_mark *registry_find(const beacon_target *t, const char *url)
-{
-    unsigned i;
-
-    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
-        beacon_mark *m = mark_at(t, i);
-
-        if (m && m->in_use && strcmp(m->url, url) == 0 &&
-            strcmp(m->balancer, t->b->s->name) == 0) {
-            return m;
-        }
-    }
-    return NULL;
-}
-
-static int registry_put(const beacon_target *t, const char *url)
-{
-    unsigned i;
-
-    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
-        beacon_mark *m = mark_at(t, i);
-
-        if (m && !m->in_use) {
-            apr_cpystrn(m->balancer, t->b->s->name, sizeof(m->balancer));
-            apr_cpystrn(m->url, url, sizeof(m->url));
-            m->in_use = 1;
-            return 1;
-        }
-    }
-    return 0;
+    return beacon_registry_has(t->registry, t->b->s->name, url);
 }
 
 /* ------------------------------------------------------------------ */
@@ -195,8 +100,8 @@ beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
     }
     /* Decided once: a value the admin set is never ours to change. */
     t->manage_max_attempts = !t->b->s->max_attempts_set;
-    if (registry_open(t, pconf, registry_name(pconf, balancer_name, port))
-        != APR_SUCCESS) {
+    t->registry = beacon_registry_open(pconf, s, balancer_name, port);
+    if (t->registry == NULL) {
         return NULL;
     }
     return t;
@@ -352,20 +257,6 @@ static void forget_worker(proxy_balancer *b, const proxy_worker *w,
     }
 }
 
-static int registry_has_room(const beacon_target *t)
-{
-    unsigned i;
-
-    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
-        beacon_mark *m = mark_at(t, i);
-
-        if (m && !m->in_use) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /*
  * Defines url in the balancer with a shared slot of its own, as
  * balancer-manager's add does; initializing it is the caller's business.
@@ -444,7 +335,7 @@ static beacon_add_result define_and_share(beacon_target *t, const char *url,
     proxy_worker *w;
     apr_status_t rv;
 
-    if (!registry_has_room(t)) {
+    if (!beacon_registry_has_room(t->registry)) {
         *why = "the member registry is full";
         return BEACON_ADD_FAILED;
     }
@@ -457,7 +348,7 @@ static beacon_add_result define_and_share(beacon_target *t, const char *url,
         forget_worker(t->b, w, w->s, 1, (unsigned)w->s->index);
         return BEACON_ADD_FAILED;
     }
-    registry_put(t, url);
+    beacon_registry_put(t->registry, t->b->s->name, url);
     count_failover_attempts(t);
     /* publish: other children sync on their next request */
     t->b->wupdated = t->b->s->wupdated = w->s->updated = apr_time_now();
@@ -469,7 +360,7 @@ static int is_confirmed(beacon_target *t, const char *url)
     proxy_worker *w = find_worker(t->b, url);
 
     return w != NULL && PROXY_WORKER_IS_INITIALIZED(w) &&
-           registry_find(t, url) != NULL;
+           ours(t, url);
 }
 
 /*
@@ -523,7 +414,7 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
     ap_proxy_sync_balancer(t->b, t->s, t->conf);
     existing = find_worker(t->b, url);
     if (existing != NULL) {
-        if (registry_find(t, url) == NULL) {
+        if (!ours(t, url)) {
             result = BEACON_ADD_NOT_OURS;
         }
         else {
@@ -551,7 +442,7 @@ apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
         return rv;
     }
     w = find_worker(t->b, url);
-    if (w == NULL || registry_find(t, url) == NULL) {
+    if (w == NULL || !ours(t, url)) {
         rv = APR_NOTFOUND;
     }
     else if (disabled) {
@@ -578,7 +469,7 @@ int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
     w = (proxy_worker **)t->b->workers->elts;
     *members = apr_pcalloc(p, sizeof(beacon_member) * (t->b->workers->nelts + 1));
     for (i = 0; i < t->b->workers->nelts; i++) {
-        if (registry_find(t, w[i]->s->name_ex) != NULL) {
+        if (ours(t, w[i]->s->name_ex)) {
             (*members)[n].url = apr_pstrdup(p, w[i]->s->name_ex);
             (*members)[n].disabled =
                 (w[i]->s->status & PROXY_WORKER_DISABLED) != 0;
@@ -609,35 +500,36 @@ int beacon_proxy_restore(beacon_target *t, apr_pool_t *p)
 {
     beacon_add_result result;
     const char *why = NULL;
-    int i, restored = 0;
+    unsigned i;
+    int restored = 0;
 
-    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
-        beacon_mark *m = mark_at(t, (unsigned)i);
+    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+        const char *url = beacon_registry_url(t->registry, i, t->b->s->name);
 
-        if (m == NULL || !m->in_use || strcmp(m->balancer, t->b->s->name) != 0) {
+        if (url == NULL) {
             continue;
         }
-        if (find_worker(t->b, m->url) && t->conf->bal_persist) {
+        if (find_worker(t->b, url) && t->conf->bal_persist) {
             restored++; /* BalancerPersist brought it back already */
         }
-        else if (find_worker(t->b, m->url)) {
+        else if (find_worker(t->b, url)) {
             /* The configuration names it now: it is the admin's. */
             ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, t->s, BCNLOGNO(00008)
                          "%s is now configured in %s; beacon no longer "
-                         "manages it", m->url, t->b->s->name);
-            m->in_use = 0;
+                         "manages it", url, t->b->s->name);
+            beacon_registry_forget(t->registry, i);
         }
-        else if (restored_by_balancer(t->b, m->url) ||
-                 share_new_worker(t, m->url, p, &result, &why) != NULL) {
+        else if (restored_by_balancer(t->b, url) ||
+                 share_new_worker(t, url, p, &result, &why) != NULL) {
             restored++;
         }
         else {
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00009)
                          "cannot restore %s in %s: %s; it joins again with "
-                         "its next announcement", m->url, t->b->s->name,
+                         "its next announcement", url, t->b->s->name,
                          result == BEACON_ADD_NO_SLOT ? "no free growth slot"
                                                       : why);
-            m->in_use = 0;
+            beacon_registry_forget(t->registry, i);
         }
     }
     if (restored > 0) {
