@@ -123,9 +123,7 @@ static const char *receiver_clash(apr_pool_t *p, server_rec *s,
 /*
  * mod_info's /server-info?config prints every directive with its
  * arguments: an inline secret there is readable by whoever may see that
- * page. Said once per configuration: by "apache2 -t" (check_config), and
- * in the error log of a server that starts or restarts (post_config; its
- * check_config runs before the error log is open).
+ * page. Said once per configuration.
  */
 static void warn_secret_on_server_info(server_rec *main_s)
 {
@@ -135,9 +133,9 @@ static void warn_secret_on_server_info(server_rec *main_s)
         return;
     }
     for (s = main_s; s; s = s->next) {
-        const beacon_server_conf *conf = beacon_conf(s);
+        const beacon_server_conf *conf = beacon_role_conf(s, main_s);
 
-        if (conf->inline_secret && (conf->listen_set || conf->targets)) {
+        if (conf && conf->inline_secret && (conf->listen_set || conf->targets)) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, main_s, BCNLOGNO(00082)
                          "ProxyBeaconSecret is written in the configuration "
                          "(%s) and mod_info is loaded: /server-info?config "
@@ -146,6 +144,37 @@ static void warn_secret_on_server_info(server_rec *main_s)
             return;
         }
     }
+}
+
+/* A receiver's balancer without growth slots can take no member. */
+static void warn_no_growth(apr_pool_t *p, server_rec *main_s)
+{
+    server_rec *s;
+
+    for (s = main_s; s; s = s->next) {
+        const beacon_server_conf *conf = beacon_role_conf(s, main_s);
+
+        if (conf && conf->listen_set && conf->balancer_name &&
+            beacon_proxy_configured_growth(p, s, conf->balancer_name) == 0) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00083)
+                         "ProxyBeaconBalancer: balancer://%s has no growth "
+                         "slots, so no announced backend can join it; give it "
+                         "some with ProxySet growth=N or BalancerGrowth (%s)",
+                         conf->balancer_name, conf->balancer_where);
+        }
+    }
+}
+
+/*
+ * Warnings about a configuration that works but will surprise: said by
+ * "apache2 -t" (from check_config), and in the error log of a server that
+ * starts or restarts (from post_config: when check_config runs, the error
+ * log is not open yet).
+ */
+static void warn_about_config(apr_pool_t *p, server_rec *main_s)
+{
+    warn_secret_on_server_info(main_s);
+    warn_no_growth(p, main_s);
 }
 
 static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
@@ -158,7 +187,7 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
     (void)pconf;
     (void)plog;
     if (ap_state_query(AP_SQ_RUN_MODE) != AP_SQ_RM_NORMAL) {
-        warn_secret_on_server_info(main_s);
+        warn_about_config(ptemp, main_s);
     }
     for (s = main_s; s; s = s->next) {
         beacon_server_conf *conf = beacon_role_conf(s, main_s);
@@ -206,12 +235,11 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                        server_rec *s)
 {
     (void)plog;
-    (void)ptemp;
     /* The first pass only checks the configuration; nothing to set up. */
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
-    warn_secret_on_server_info(s);
+    warn_about_config(ptemp, s);
     if (beacon_receivers_post_config(pconf, s) != APR_SUCCESS ||
         beacon_senders_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;

@@ -64,6 +64,15 @@ const char *beacon_proxy_check_balancer(apr_pool_t *p, server_rec *s,
                         "or ProxyPass)", name, name);
 }
 
+int beacon_proxy_configured_growth(apr_pool_t *p, server_rec *s,
+                                   const char *name)
+{
+    proxy_balancer *b = ap_proxy_get_balancer(p, proxy_conf(s),
+                                              balancer_url(p, name), 0);
+
+    return b ? b->growth : -1;
+}
+
 const void *beacon_proxy_balancer_identity(apr_pool_t *p, server_rec *s,
                                            const char *name)
 {

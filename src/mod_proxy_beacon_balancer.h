@@ -44,6 +44,11 @@ const char *beacon_proxy_check_balancer(apr_pool_t *p, server_rec *s,
 const void *beacon_proxy_balancer_identity(apr_pool_t *p, server_rec *s,
                                            const char *name);
 
+/* The growth slots the configuration gives the balancer (ProxySet growth,
+ * BalancerGrowth); -1 when it is not defined. At configuration time. */
+int beacon_proxy_configured_growth(apr_pool_t *p, server_rec *s,
+                                   const char *name);
+
 /* In post_config: the receiver's balancer and its registry of members. */
 beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
                                    const char *balancer_name, apr_port_t port);

@@ -75,8 +75,9 @@ static void log_no_slot(beacon_receiver *r, const beacon_record_t *rec,
                            &suppressed)) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00037)
                      "cannot add backend %s to balancer://%s: no free "
-                     "growth slot (raise growth= on the balancer, or "
-                     "restart to reclaim slots); retrying in %"
+                     "growth slot (raise growth= on the balancer: httpd "
+                     "frees no slot, and a restart restores every member "
+                     "beacon added); retrying in %"
                      APR_TIME_T_FMT " s%s", rec->url, bal_name(r),
                      apr_time_sec(rec->backoff),
                      beacon_held_back(p, suppressed));

@@ -344,3 +344,16 @@ def test_a_virtual_host_without_beacon_directives_sends_nothing(httpd_factory):
     streams = {d["pid"] for d in seen}
     seqs = [int(d["seq"]) for d in seen]
     assert len(streams) == 1 and len(set(seqs)) == len(seqs), seen
+
+
+def test_a_balancer_without_growth_slots_is_warned_about(httpd_factory):
+    # ProxySet refuses growth=0; BalancerGrowth 0 (the default is 5) gives it
+    h = httpd_factory(tail_config=receiver_config(free_port()))
+    h.proxy_config = "BalancerGrowth 0\n<Proxy balancer://cluster>\n</Proxy>\n"
+    rc, out = h.check_config()
+    assert rc == 0, out
+    warning = "balancer://cluster has no growth slots, so no announced backend can join it"
+    assert out.count(warning) == 1, out
+    h.start()
+    h.wait_log(r"BCN00050: listening", since=0)
+    assert h.error_log().count(warning) == 1
