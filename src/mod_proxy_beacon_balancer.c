@@ -236,15 +236,18 @@ static void reserve_occupied_slots(proxy_balancer *b)
 static void unlist_worker(proxy_balancer *b, const proxy_worker *w)
 {
     proxy_worker **list = (proxy_worker **)b->workers->elts;
-    int i;
+    int i, found = 0;
 
-    for (i = b->workers->nelts - 1; i >= 0; i--) {
-        if (list[i] == w) {
-            memmove(&list[i], &list[i + 1],
-                    sizeof(*list) * (apr_size_t)(b->workers->nelts - i - 1));
-            b->workers->nelts--;
-            return;
+    for (i = 0; i < b->workers->nelts; i++) {
+        if (found) {
+            list[i - 1] = list[i]; /* close the gap */
         }
+        else {
+            found = list[i] == w;
+        }
+    }
+    if (found) {
+        b->workers->nelts--;
     }
 }
 
