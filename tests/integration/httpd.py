@@ -3,8 +3,9 @@
 
 Each Httpd runs the system's /usr/sbin/apache2 from a config generated in
 its own directory, on 127.0.0.1 and a free port, so tests never touch the
-machine's httpd and can run side by side. Facts this relies on are in
-/work/shared/design/httpd-integration.md, "Private httpd for tests".
+machine's httpd and can run side by side. What it relies on (no envvars,
+DefaultRuntimeDir per instance, LoadModule order, User/Group as root) was
+checked against Debian's apache2 2.4 and is said where it is used.
 
 Rules kept here: every wait is a bounded poll (wait_for), never a fixed
 sleep; only processes this instance started are signalled, by pid.
