@@ -800,6 +800,7 @@ static void verify_unknown_keys_are_ignored_not_confused(void **state)
 /* The drop tables: tests/vectors/drops.txt, drops-service.txt       */
 
 static const char *const drop_cols[] = {"reason", "datagram", "name", NULL};
+/* reason, datagram and name stand together in both files (check_drop_file) */
 enum { DROP_REASON, DROP_DATAGRAM, DROP_NAME };
 static const char *const service_cols[] = {"service", "reason", "datagram",
                                            "name", NULL};
@@ -878,6 +879,34 @@ static void assert_seen(const unsigned *seen, const beacon_reason_t *expected,
     }
 }
 
+/*
+ * Every row of a drop file through drop_row(); the file's columns are
+ * service (optional: service_col < 0 for none), reason, datagram, name,
+ * with reason_col the first of the last three. Fails unless each reason of
+ * expected[0..n) had a row.
+ */
+static void check_drop_file(const char *file, const char *const *cols,
+                            size_t min_rows, int service_col, int reason_col,
+                            const beacon_reason_t *expected, size_t n)
+{
+    vec_table_t rows = load_vectors(file, cols, min_rows);
+    beacon_table_t *t = malloc(sizeof *t);
+    unsigned seen[BEACON_REASON_COUNT] = {0};
+    size_t i;
+
+    assert_non_null(t);
+    for (i = 0; i < rows.nrows; i++) {
+        const vec_row_t *r = &rows.rows[i];
+
+        drop_row(t, service_col < 0 ? NULL : r->col[service_col].text,
+                 &r->col[reason_col], &r->col[reason_col + 1],
+                 r->col[reason_col + 2].text, r->line, seen);
+    }
+    assert_seen(seen, expected, n);
+    free(t);
+    vec_free(&rows);
+}
+
 static void receiver_gives_each_drop_row_its_reason(void **state)
 {
     /* What one datagram can earn from a receiver with an empty table;
@@ -888,22 +917,10 @@ static void receiver_gives_each_drop_row_its_reason(void **state)
         BEACON_DROP_BAD_TS, BEACON_DROP_BAD_FIELD, BEACON_DROP_STALE_TS,
         BEACON_DROP_UNACCEPTABLE_URL,
     };
-    vec_table_t rows = load_vectors("drops.txt", drop_cols, 90);
-    beacon_table_t *t = malloc(sizeof *t);
-    unsigned seen[BEACON_REASON_COUNT] = {0};
-    size_t i;
 
     (void)state;
-    assert_non_null(t);
-    for (i = 0; i < rows.nrows; i++) {
-        const vec_row_t *r = &rows.rows[i];
-
-        drop_row(t, NULL, &r->col[DROP_REASON], &r->col[DROP_DATAGRAM],
-                 r->col[DROP_NAME].text, r->line, seen);
-    }
-    assert_seen(seen, expected, ARRAY_LEN(expected));
-    free(t);
-    vec_free(&rows);
+    check_drop_file("drops.txt", drop_cols, 90, -1, DROP_REASON, expected,
+                    ARRAY_LEN(expected));
 }
 
 /* The same for a receiver with a service: wrong service and where it
@@ -915,22 +932,10 @@ static void receiver_with_a_service_gives_each_row_its_reason(void **state)
         BEACON_DROP_BAD_FIELD, BEACON_DROP_STALE_TS,
         BEACON_DROP_WRONG_SERVICE,
     };
-    vec_table_t rows = load_vectors("drops-service.txt", service_cols, 15);
-    beacon_table_t *t = malloc(sizeof *t);
-    unsigned seen[BEACON_REASON_COUNT] = {0};
-    size_t i;
 
     (void)state;
-    assert_non_null(t);
-    for (i = 0; i < rows.nrows; i++) {
-        const vec_row_t *r = &rows.rows[i];
-
-        drop_row(t, r->col[SVC_SERVICE].text, &r->col[SVC_REASON],
-                 &r->col[SVC_DATAGRAM], r->col[SVC_NAME].text, r->line, seen);
-    }
-    assert_seen(seen, expected, ARRAY_LEN(expected));
-    free(t);
-    vec_free(&rows);
+    check_drop_file("drops-service.txt", service_cols, 15, SVC_SERVICE,
+                    SVC_REASON, expected, ARRAY_LEN(expected));
 }
 
 /*
