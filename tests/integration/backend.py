@@ -58,8 +58,11 @@ class Backend(ChildProcess):
 
 
 def serve(name, port):
+    import threading
     import time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    log_lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         def _answer(self, with_body):
@@ -72,16 +75,23 @@ def serve(name, port):
             if with_body:
                 self.wfile.write(body)
 
+        def _log_request(self):
+            # one write per line: print() writes the text and the newline
+            # separately, and the lines of concurrent requests interleave
+            with log_lock:
+                sys.stdout.write(f"{self.command} {self.path}\n")
+                sys.stdout.flush()
+
         def do_GET(self):
-            # printed on arrival: a /slow/MS request, answered after MS
+            # logged on arrival: a /slow/MS request, answered after MS
             # milliseconds, shows while it is still in flight
-            print(f"{self.command} {self.path}", flush=True)
+            self._log_request()
             if self.path.startswith("/slow/"):
                 time.sleep(int(self.path.split("/")[2]) / 1000)
             self._answer(True)
 
         def do_HEAD(self):
-            print(f"{self.command} {self.path}", flush=True)
+            self._log_request()
             self._answer(False)
 
         def log_message(self, *args):
