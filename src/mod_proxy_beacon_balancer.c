@@ -431,6 +431,7 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
         }
         else {
             enable_returning(existing);
+            beacon_registry_set_out(t->registry, t->b->s->name, url, 0);
             result = BEACON_ADD_ADOPTED;
         }
     }
@@ -447,12 +448,13 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
 apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
                                        int disabled)
 {
-    apr_status_t rv = lock_members(t);
+    apr_status_t rv = lock_balancer(t); /* the registry is written too */
     proxy_worker *w;
 
     if (rv != APR_SUCCESS) {
         return rv;
     }
+    ap_proxy_sync_balancer(t->b, t->s, t->conf);
     w = find_worker(t->b, url);
     if (w == NULL || !ours(t, url)) {
         rv = APR_NOTFOUND;
@@ -464,7 +466,10 @@ apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
     else {
         enable_returning(w);
     }
-    thread_unlock(t);
+    if (rv == APR_SUCCESS) {
+        beacon_registry_set_out(t->registry, t->b->s->name, url, disabled);
+    }
+    unlock_balancer(t);
     return rv;
 }
 
@@ -493,7 +498,7 @@ int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
 }
 
 /* A slot BalancerPersist restored for url, not yet in the member list. */
-static int restored_by_balancer(proxy_balancer *b, const char *url)
+static proxy_worker_shared *restored_slot(proxy_balancer *b, const char *url)
 {
     int i;
 
@@ -502,47 +507,92 @@ static int restored_by_balancer(proxy_balancer *b, const char *url)
 
         if (b->storage->dptr(b->wslot, (unsigned)i, (void **)&shm) == APR_SUCCESS &&
             shm->hash.def && names_member(shm->name_ex, url)) {
-            return 1;
+            return shm;
         }
     }
-    return 0;
+    return NULL;
+}
+
+/*
+ * Puts back registry entry i (url) in post_config, before any child
+ * exists; returns its shared state, or NULL (logged, entry forgotten).
+ */
+static proxy_worker_shared *restore_member(beacon_target *t, unsigned i,
+                                           const char *url, apr_pool_t *p)
+{
+    proxy_worker *w = find_worker(t->b, url);
+    proxy_worker_shared *shm;
+    beacon_add_result result;
+    const char *why = NULL;
+
+    if (w && t->conf->bal_persist) {
+        return w->s; /* BalancerPersist brought it back already */
+    }
+    if (w) {
+        /* The configuration names it now: it is the admin's. */
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, t->s, BCNLOGNO(00008)
+                     "%s is now configured in %s; beacon no longer "
+                     "manages it", url, t->b->s->name);
+        beacon_registry_forget(t->registry, i);
+        return NULL;
+    }
+    if ((shm = restored_slot(t->b, url)) != NULL) {
+        return shm;
+    }
+    if ((w = share_new_worker(t, url, p, &result, &why)) != NULL) {
+        return w->s;
+    }
+    ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00009)
+                 "cannot restore %s in %s: %s; it joins again with its next "
+                 "announcement", url, t->b->s->name,
+                 result == BEACON_ADD_NO_SLOT ? "no free growth slot" : why);
+    beacon_registry_forget(t->registry, i);
+    return NULL;
+}
+
+/* Whether url is a member's name by today's identity rules. */
+static int is_canonical(const char *url)
+{
+    char canonical[BEACON_URL_MAX];
+
+    return beacon_url_canonicalize(url, strlen(url), canonical,
+                                   sizeof(canonical)) == NULL &&
+           strcmp(canonical, url) == 0;
 }
 
 int beacon_proxy_restore(beacon_target *t, apr_pool_t *p)
 {
-    beacon_add_result result;
-    const char *why = NULL;
-    unsigned i;
+    unsigned i, skipped = beacon_registry_damaged(t->registry);
     int restored = 0;
 
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        const char *url = beacon_registry_url(t->registry, i, t->b->s->name);
+        int out = 0;
+        const char *url = beacon_registry_url(t->registry, i, t->b->s->name,
+                                              &out);
+        proxy_worker_shared *shm;
 
-        if (url == NULL) {
+        if (url && !is_canonical(url)) {
+            beacon_registry_forget(t->registry, i);
+            skipped++;
             continue;
         }
-        if (find_worker(t->b, url) && t->conf->bal_persist) {
-            restored++; /* BalancerPersist brought it back already */
+        if (url == NULL || (shm = restore_member(t, i, url, p)) == NULL) {
+            continue;
         }
-        else if (find_worker(t->b, url)) {
-            /* The configuration names it now: it is the admin's. */
-            ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, t->s, BCNLOGNO(00008)
-                         "%s is now configured in %s; beacon no longer "
-                         "manages it", url, t->b->s->name);
-            beacon_registry_forget(t->registry, i);
+        restored++;
+        if (out) {
+            /* out of rotation before the restart: its next announcement
+             * puts it back (no child exists yet: a plain write) */
+            shm->status |= PROXY_WORKER_DISABLED;
         }
-        else if (restored_by_balancer(t->b, url) ||
-                 share_new_worker(t, url, p, &result, &why) != NULL) {
-            restored++;
-        }
-        else {
-            ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00009)
-                         "cannot restore %s in %s: %s; it joins again with "
-                         "its next announcement", url, t->b->s->name,
-                         result == BEACON_ADD_NO_SLOT ? "no free growth slot"
-                                                      : why);
-            beacon_registry_forget(t->registry, i);
-        }
+    }
+    if (skipped > 0) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, t->s, BCNLOGNO(00084)
+                     "skipped %u entr%s of the member registry of %s that "
+                     "this release cannot read (an older layout, or "
+                     "damaged); those members join again with their next "
+                     "announcement", skipped, skipped == 1 ? "y" : "ies",
+                     t->b->s->name);
     }
     if (restored > 0) {
         count_failover_attempts(t);

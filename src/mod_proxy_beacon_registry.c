@@ -9,10 +9,20 @@
 #include <ap_slotmem.h>
 #include <mod_proxy.h>
 
+/*
+ * One entry. mod_slotmem_shm restores a persisted file of another layout
+ * without a word (it reads the bytes, and only notes "old persist
+ * file?"), and anyone who can write DefaultRuntimeDir can write one: an
+ * entry counts only when it carries this layout's magic and its strings
+ * end inside their fields (beacon_registry_url).
+ */
+#define MARK_IN_USE 0x42434e32 /* "BCN2": in use, this layout */
+
 typedef struct {
+    apr_uint32_t in_use;     /* MARK_IN_USE, or anything else: free */
+    apr_uint32_t out;        /* beacon took it out of rotation */
     char balancer[PROXY_BALANCER_MAX_NAME_SIZE];
     char url[BEACON_URL_MAX];
-    apr_uint32_t in_use;
 } beacon_mark;
 
 struct beacon_registry {
@@ -77,7 +87,7 @@ int beacon_registry_has(const beacon_registry *reg, const char *balancer,
     unsigned i;
 
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        const char *marked = beacon_registry_url(reg, i, balancer);
+        const char *marked = beacon_registry_url(reg, i, balancer, NULL);
 
         if (marked && strcmp(marked, url) == 0) {
             return 1;
@@ -94,10 +104,11 @@ int beacon_registry_put(const beacon_registry *reg, const char *balancer,
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
         beacon_mark *m = mark_at(reg, i);
 
-        if (m && !m->in_use) {
+        if (m && m->in_use != MARK_IN_USE) {
             apr_cpystrn(m->balancer, balancer, sizeof(m->balancer));
             apr_cpystrn(m->url, url, sizeof(m->url));
-            m->in_use = 1;
+            m->out = 0;
+            m->in_use = MARK_IN_USE;
             return 1;
         }
     }
@@ -111,7 +122,7 @@ int beacon_registry_has_room(const beacon_registry *reg)
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
         beacon_mark *m = mark_at(reg, i);
 
-        if (m && !m->in_use) {
+        if (m && m->in_use != MARK_IN_USE) {
             return 1;
         }
     }
@@ -119,14 +130,35 @@ int beacon_registry_has_room(const beacon_registry *reg)
 }
 
 const char *beacon_registry_url(const beacon_registry *reg, unsigned i,
-                                const char *balancer)
+                                const char *balancer, int *out)
 {
     beacon_mark *m = mark_at(reg, i);
 
-    if (m == NULL || !m->in_use || strcmp(m->balancer, balancer) != 0) {
+    if (m == NULL || m->in_use != MARK_IN_USE ||
+        memchr(m->balancer, '\0', sizeof(m->balancer)) == NULL ||
+        memchr(m->url, '\0', sizeof(m->url)) == NULL ||
+        strcmp(m->balancer, balancer) != 0) {
         return NULL;
     }
+    if (out) {
+        *out = m->out != 0;
+    }
     return m->url;
+}
+
+void beacon_registry_set_out(const beacon_registry *reg, const char *balancer,
+                             const char *url, int out)
+{
+    unsigned i;
+
+    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+        const char *marked = beacon_registry_url(reg, i, balancer, NULL);
+
+        if (marked && strcmp(marked, url) == 0) {
+            mark_at(reg, i)->out = out != 0;
+            return;
+        }
+    }
 }
 
 void beacon_registry_forget(const beacon_registry *reg, unsigned i)
@@ -136,4 +168,19 @@ void beacon_registry_forget(const beacon_registry *reg, unsigned i)
     if (m) {
         m->in_use = 0;
     }
+}
+
+unsigned beacon_registry_damaged(const beacon_registry *reg)
+{
+    unsigned i, n = 0;
+
+    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+        beacon_mark *m = mark_at(reg, i);
+
+        if (m && m->in_use != MARK_IN_USE && m->in_use != 0) {
+            m->in_use = 0;
+            n++;
+        }
+    }
+    return n;
 }

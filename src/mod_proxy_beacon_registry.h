@@ -28,16 +28,26 @@ beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
 int beacon_registry_has(const beacon_registry *reg, const char *balancer,
                         const char *url);
 
-/* Marks url as beacon's; 0 when the registry is full. */
+/* Marks url as beacon's, in rotation; 0 when the registry is full. */
 int beacon_registry_put(const beacon_registry *reg, const char *balancer,
                         const char *url);
+
+/* Records whether beacon took url out of rotation (evicted, leaving), so
+ * that a restart restores it as it was. */
+void beacon_registry_set_out(const beacon_registry *reg, const char *balancer,
+                             const char *url, int out);
 
 int beacon_registry_has_room(const beacon_registry *reg);
 
 /* Entry i (0 to BEACON_REGISTRY_SIZE - 1): its url when it marks a member
- * of balancer, else NULL; and forgetting it. */
+ * of balancer, else NULL (*out, when not NULL, says whether the member was
+ * out of rotation); and forgetting it. */
 const char *beacon_registry_url(const beacon_registry *reg, unsigned i,
-                                const char *balancer);
+                                const char *balancer, int *out);
 void beacon_registry_forget(const beacon_registry *reg, unsigned i);
+
+/* Frees the entries that are neither free nor of this layout (a persisted
+ * file of an older release, or damaged); returns how many. */
+unsigned beacon_registry_damaged(const beacon_registry *reg);
 
 #endif /* MOD_PROXY_BEACON_REGISTRY_H */
