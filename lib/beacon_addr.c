@@ -15,13 +15,9 @@
 #include <apr_strings.h>
 
 #include "beacon.h"
+#include "beacon_private.h"
 
 #define MAX_PORT 65535
-
-static int is_alpha(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
 
 /* Past an optional "udp://" or "tcp://" (httpd's Listen takes the
  * latter); NULL for any other text before "://". */
@@ -37,22 +33,6 @@ static const char *skip_scheme(const char *spec)
         return sep + 3;
     }
     return NULL;
-}
-
-/* A host name or IPv4 address: letters, digits, '-', '.', '_'. */
-static int is_name(const char *h, apr_size_t len)
-{
-    apr_size_t i;
-
-    for (i = 0; i < len; i++) {
-        char c = h[i];
-
-        if (!is_alpha(c) && !(c >= '0' && c <= '9') && c != '-' && c != '.' &&
-            c != '_') {
-            return 0;
-        }
-    }
-    return 1;
 }
 
 /* Splits "[v6]", "[v6]:port", "host", "host:port" into host and port text
@@ -147,7 +127,7 @@ const char *beacon_parse_host_port(apr_pool_t *p, const char *spec,
         *host = NULL;
         return NULL;
     }
-    if (*s != '[' && !is_name(h, hlen)) {
+    if (*s != '[' && !beacon_is_word(h, hlen)) {
         return "expected HOST:PORT, a host of letters, digits, '-', '.' "
                "and '_'";
     }

@@ -9,4 +9,9 @@
 /* 0-15 for a hex digit of either case, -1 otherwise. */
 int beacon_hex_value(char c);
 
+/* Whether s[0..len) holds only [A-Za-z0-9._-]: a word that reads the same
+ * in a log line, a directive and a status page (service names, host
+ * names of datagram endpoints). Lengths are the caller's rule. */
+int beacon_is_word(const char *s, apr_size_t len);
+
 #endif /* BEACON_PRIVATE_H */

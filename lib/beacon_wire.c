@@ -103,15 +103,10 @@ int beacon_value_is_valid(const char *v)
     return 1;
 }
 
-/* svc=: 1 to BEACON_SERVICE_MAX bytes of [A-Za-z0-9._-], so that a service
- * name is one word in a log line, a directive and a status page alike. */
-static int service_span_is_valid(const char *s, apr_size_t len)
+int beacon_is_word(const char *s, apr_size_t len)
 {
     apr_size_t i;
 
-    if (len == 0 || len > BEACON_SERVICE_MAX) {
-        return 0;
-    }
     for (i = 0; i < len; i++) {
         char c = s[i];
 
@@ -121,6 +116,12 @@ static int service_span_is_valid(const char *s, apr_size_t len)
         }
     }
     return 1;
+}
+
+/* svc=: 1 to BEACON_SERVICE_MAX bytes of a word. */
+static int service_span_is_valid(const char *s, apr_size_t len)
+{
+    return len > 0 && len <= BEACON_SERVICE_MAX && beacon_is_word(s, len);
 }
 
 int beacon_service_is_valid(const char *name)
