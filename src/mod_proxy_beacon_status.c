@@ -68,8 +68,10 @@ static double seconds(apr_interval_time_t t)
     return (double)t / APR_USEC_PER_SEC;
 }
 
+/* with_flags: also httpd's flags of each member, which take the
+ * balancer's lock and a walk of its members per record; ?auto shows none. */
 static void derive(shown_receiver *out, const beacon_receiver_view *v,
-                   apr_pool_t *p, apr_time_t now)
+                   int with_flags, apr_pool_t *p, apr_time_t now)
 {
     beacon_status_record *copy = apr_palloc(p, sizeof(*copy) * BEACON_TABLE_CAPACITY);
     unsigned i;
@@ -101,7 +103,7 @@ static void derive(shown_receiver *out, const beacon_receiver_view *v,
         if (rec->state == BEACON_REC_PENDING && rec->retry_at > now) {
             row->retry_in = seconds(rec->retry_at - now);
         }
-        if (v->target) {
+        if (v->target && with_flags) {
             row->flags = beacon_proxy_worker_flags(v->target, rec->url, p);
         }
         out->active += rec->state == BEACON_REC_ACTIVE;
@@ -112,7 +114,7 @@ static void derive(shown_receiver *out, const beacon_receiver_view *v,
 }
 
 /* The receivers of server only (NULL: every server), as shown. */
-static int gather(request_rec *r, const server_rec *only,
+static int gather(request_rec *r, const server_rec *only, int with_flags,
                   shown_receiver **shown)
 {
     beacon_receiver_view *views;
@@ -121,7 +123,7 @@ static int gather(request_rec *r, const server_rec *only,
 
     *shown = apr_pcalloc(r->pool, sizeof(**shown) * (n + 1));
     for (i = 0; i < n; i++) {
-        derive(&(*shown)[i], &views[i], r->pool, now);
+        derive(&(*shown)[i], &views[i], with_flags, r->pool, now);
     }
     return n;
 }
@@ -160,7 +162,7 @@ static void print_auto(request_rec *r)
     unsigned records = 0, active = 0, evicted = 0, pending = 0, not_managed = 0;
     shown_receiver *shown;
     beacon_sender_view *senders;
-    int i, j, n = gather(r, NULL, &shown);
+    int i, j, n = gather(r, NULL, 0, &shown);
     int nsenders = beacon_sender_views(r->pool, NULL, &senders);
 
     for (i = 0; i < n; i++) {
@@ -299,7 +301,7 @@ static void print_senders_html(request_rec *r, const server_rec *only)
 static void print_html_body(request_rec *r, const server_rec *only)
 {
     shown_receiver *shown;
-    int i, n = gather(r, only, &shown);
+    int i, n = gather(r, only, 1, &shown);
 
     for (i = 0; i < n; i++) {
         print_receiver_html(r, &shown[i]);
@@ -419,7 +421,7 @@ static void print_json(request_rec *r, const server_rec *only)
 {
     shown_receiver *shown;
     beacon_sender_view *senders;
-    int i, n = gather(r, only, &shown);
+    int i, n = gather(r, only, 1, &shown);
     int nsenders = beacon_sender_views(r->pool, only, &senders);
 
     ap_rputs("{\"receivers\": [", r);
