@@ -340,7 +340,7 @@ static void fill(apr_int64_t n, apr_time_t now)
 
         (void)snprintf(url, sizeof(url), "http://fill-%lld.example:%lld",
                        (long long)i, (long long)i + 1000);
-        r = beacon_table_adopt(&table, url, i % 3 == 0, now);
+        r = beacon_table_adopt(&table, url, i % 3 == 0, 0, now);
         if (r == BEACON_DROP_TABLE_FULL) {
             FUZZ_CHECK(before == BEACON_TABLE_CAPACITY &&
                            beacon_table_find(&table, url) == NULL,

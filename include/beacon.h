@@ -393,12 +393,30 @@ apr_time_t beacon_table_next_deadline(const beacon_table_t *t);
 
 /*
  * Adopts an existing beacon member (watchdog hand-off, restart): a record
- * with a fresh lease from now, ACTIVE, or EVICTED when it is disabled.
- * The high-water mark is unknown (0). Returns BEACON_OK, or
- * BEACON_DROP_TABLE_FULL; an existing record is left as it is.
+ * with a fresh lease from now, ACTIVE, or EVICTED when it is disabled,
+ * and high_ts as its high-water mark (the last one the caller kept; 0 if
+ * none), so that no datagram accepted before is accepted again. Returns
+ * BEACON_OK, or BEACON_DROP_TABLE_FULL; an existing record is left as it
+ * is.
  */
 beacon_reason_t beacon_table_adopt(beacon_table_t *t, const char *url,
-                                   int disabled, apr_time_t now);
+                                   int disabled, apr_int64_t high_ts,
+                                   apr_time_t now);
+
+/*
+ * An add failed for want of room that the caller knows frees at ready_at
+ * (a member's slot that may be reused then): PENDING until ready_at when
+ * that is sooner than the back-off beacon_table_add_failed would give.
+ */
+void beacon_table_add_deferred(beacon_record_t *rec, apr_time_t now,
+                               apr_time_t ready_at);
+
+/*
+ * The member url is no longer in the balancer (its place went to another
+ * url): its record, if any, is NEW again, so its next announcement adds
+ * it anew; the high-water mark stays.
+ */
+void beacon_table_unlisted(beacon_table_t *t, const char *url);
 
 /* ------------------------------------------------------------------ */
 /* All receiver steps at once                                          */

@@ -267,16 +267,40 @@ apr_time_t beacon_table_next_deadline(const beacon_table_t *t)
 }
 
 beacon_reason_t beacon_table_adopt(beacon_table_t *t, const char *url,
-                                   int disabled, apr_time_t now)
+                                   int disabled, apr_int64_t high_ts,
+                                   apr_time_t now)
 {
+    beacon_record_t *r;
+
     if (beacon_table_find(t, url) != NULL) {
         return BEACON_OK;
     }
-    if (insert(t, url, disabled ? BEACON_REC_EVICTED : BEACON_REC_ACTIVE,
-               now) == NULL) {
+    r = insert(t, url, disabled ? BEACON_REC_EVICTED : BEACON_REC_ACTIVE, now);
+    if (r == NULL) {
         return BEACON_DROP_TABLE_FULL;
     }
+    r->high_ts = high_ts > 0 ? high_ts : 0;
     return BEACON_OK;
+}
+
+void beacon_table_add_deferred(beacon_record_t *rec, apr_time_t now,
+                               apr_time_t ready_at)
+{
+    beacon_table_add_failed(rec, now);
+    if (ready_at > now && ready_at < rec->retry_at) {
+        rec->retry_at = ready_at;
+    }
+}
+
+void beacon_table_unlisted(beacon_table_t *t, const char *url)
+{
+    beacon_record_t *r = beacon_table_find(t, url);
+
+    if (r != NULL) {
+        r->state = BEACON_REC_NEW;
+        r->backoff = 0;
+        r->retry_at = 0;
+    }
 }
 
 const char *beacon_state_name(beacon_state_t state)

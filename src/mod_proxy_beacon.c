@@ -58,6 +58,16 @@ static const char *receiver_problem(apr_pool_t *p, server_rec *s,
                             AP_SLOTMEM_PROVIDER_VERSION)) {
         return "mod_slotmem_shm is required by ProxyBeaconListen";
     }
+    if (conf->forget.set && conf->forget.value > 0 &&
+        (conf->forget.value <= conf->timeout.value ||
+         conf->forget.value <= 2 * conf->max_skew.value)) {
+        /* a forgotten member's replay mark is gone: only a silence longer
+         * than 2 x MaxSkew makes every datagram it sent stale */
+        return apr_psprintf(p, "ProxyBeaconForget %" APR_TIME_T_FMT " s must "
+                            "be longer than ProxyBeaconTimeout and than twice "
+                            "ProxyBeaconMaxSkew (or 0: never)",
+                            apr_time_sec(conf->forget.value));
+    }
     if (conf->balancer_name) {
         return beacon_proxy_check_balancer(p, s, conf->balancer_name);
     }

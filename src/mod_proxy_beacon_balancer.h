@@ -13,6 +13,7 @@
 
 typedef enum {
     BEACON_ADD_DONE,          /* created, shared, initialized, confirmed */
+    BEACON_ADD_RECYCLED,      /* took the slot of a long-gone member */
     BEACON_ADD_ADOPTED,       /* existed already, created by beacon: enabled */
     BEACON_ADD_NOT_OURS,      /* a member beacon did not create */
     BEACON_ADD_NO_SLOT,       /* growth exhausted */
@@ -23,11 +24,25 @@ typedef enum {
 /* One receiver's balancer and registry. */
 typedef struct beacon_target beacon_target;
 
+/* What beacon_proxy_add says besides its result. */
+typedef struct {
+    const char *why;        /* a failure: what httpd refused (from p) */
+    const char *recycled;   /* RECYCLED: the url whose slot it took */
+    apr_time_t ready_at;    /* NO_SLOT: when a slot may be recyclable; 0 */
+} beacon_add_info;
+
 /* A member of the balancer that beacon created, for adoption. */
 typedef struct {
     const char *url;
     int disabled;
+    apr_int64_t high_ts;    /* its replay mark, kept across owners */
 } beacon_member;
+
+/* How a receiver's members live and die (its directives). */
+typedef struct {
+    apr_interval_time_t timeout;  /* lease; 0 = never evict */
+    apr_interval_time_t forget;   /* silence after which it is forgotten */
+} beacon_member_policy;
 
 /* Whether mod_proxy's functions resolved (it was loaded before us). */
 int beacon_proxy_linked(void);
@@ -49,23 +64,45 @@ const void *beacon_proxy_balancer_identity(apr_pool_t *p, server_rec *s,
 int beacon_proxy_configured_growth(apr_pool_t *p, server_rec *s,
                                    const char *name);
 
-/* In post_config: the receiver's balancer and its registry of members. */
+/* In post_config: the receiver's balancer and its registry of members;
+ * registry_key names the receiver (virtual host, bind address). */
 beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
-                                   const char *balancer_name, apr_port_t port);
+                                   const char *balancer_name,
+                                   const char *registry_key,
+                                   const beacon_member_policy *policy);
 
-/* In post_config, before any child exists: puts back the members the
- * persisted registry lists, so a restart loses none. Returns how many. */
-int beacon_proxy_restore(beacon_target *t, apr_pool_t *p);
+/*
+ * In post_config, before any child exists: puts back the members the
+ * persisted registry lists as they were (out of rotation when beacon had
+ * taken them out or their lease lapsed meanwhile, with the admin's
+ * settings), and forgets those silent past the policy's forget. Returns
+ * how many were restored; *forgotten says how many were forgotten.
+ */
+int beacon_proxy_restore(beacon_target *t, apr_pool_t *p, int *forgotten);
 
 /* Picks up members other processes added, as a request would. */
 void beacon_proxy_sync(beacon_target *t);
 
-/* Adds url as a member, as balancer-manager does, under the balancer's
- * locks; or finds it there (adopted, or someone else's). On a failure,
- * *why (from p, or static) says what httpd refused, for the caller's log
- * line; NULL when the result says it all. */
+/*
+ * Adds url as a member, as balancer-manager does, under the balancer's
+ * locks: in a free growth slot, else in the slot of the longest-silent
+ * member beacon took out of rotation once it is safe to rename
+ * (mod_proxy_beacon_recycle.c); or finds it there (adopted, or someone
+ * else's). info says the rest, for the caller's log line.
+ */
 beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
-                                   apr_pool_t *p, const char **why);
+                                   apr_pool_t *p, beacon_add_info *info);
+
+/* An accepted announcement of member url: its last-heard time and replay
+ * mark, kept for a restart or a new owner. *hint caches where its entry
+ * is (start with -1). */
+void beacon_proxy_heard(beacon_target *t, const char *url, int *hint,
+                        apr_int64_t ts, apr_time_t now);
+
+/* Once a second in the owner: keeps the admin's settings of beacon's
+ * members, and marks those silent past forget (returned: how many were
+ * newly forgotten; each logged). */
+int beacon_proxy_keep(beacon_target *t, apr_time_t now, apr_pool_t *p);
 
 /* Sets or clears the member's Disabled flag, nothing else; APR_NOTFOUND
  * when the member is gone or not beacon's. */
@@ -76,8 +113,13 @@ apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
 int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
                                 beacon_member **members);
 
-/* Growth of the balancer: slots in use by runtime members, and free. */
-void beacon_proxy_growth(beacon_target *t, int *used, int *free_slots);
+/* Growth of the balancer: slots in use by runtime members, free, and
+ * held by members whose slot could be recycled now. */
+void beacon_proxy_growth(beacon_target *t, int *used, int *free_slots,
+                         int *recyclable);
+
+/* A member's last-heard time (wall clock), 0 when unknown. */
+apr_time_t beacon_proxy_last_heard(beacon_target *t, const char *url);
 
 /* httpd's flag text for a member ("Init Ok "), or NULL when absent. */
 const char *beacon_proxy_worker_flags(beacon_target *t, const char *url,

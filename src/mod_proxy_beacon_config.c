@@ -70,6 +70,7 @@ void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     }
     conf->timeout = add->timeout.set ? add->timeout : base->timeout;
     conf->max_skew = add->max_skew.set ? add->max_skew : base->max_skew;
+    conf->forget = add->forget.set ? add->forget : base->forget;
     conf->interval = add->interval.set ? add->interval : base->interval;
     return conf;
 }
@@ -161,7 +162,8 @@ static const char *set_balancer(cmd_parms *cmd, void *dummy, const char *arg)
 }
 
 /*
- * ProxyBeaconTimeout, ProxyBeaconMaxSkew, ProxyBeaconInterval: one setter,
+ * ProxyBeaconTimeout, ProxyBeaconMaxSkew, ProxyBeaconForget,
+ * ProxyBeaconInterval: one setter,
  * cmd->info says which field and its bounds. The upper bounds are far
  * beyond any use and keep every deadline (a clock value plus a few of
  * these) inside the 64-bit microsecond range.
@@ -179,6 +181,20 @@ static interval_directive timeout_of_receiver = {
     APR_OFFSETOF(beacon_server_conf, timeout), 1, 366 * DAY, "a year"};
 static interval_directive max_skew_of_receiver = {
     APR_OFFSETOF(beacon_server_conf, max_skew), 0, DAY, "a day"};
+apr_interval_time_t beacon_forget_interval(const beacon_server_conf *conf)
+{
+    apr_interval_time_t longer;
+
+    if (conf->forget.set) {
+        return conf->forget.value;
+    }
+    /* the default, unless the lease or the skew window call for longer */
+    longer = conf->timeout.value + 2 * conf->max_skew.value + apr_time_from_sec(1);
+    return longer > BEACON_DEFAULT_FORGET ? longer : BEACON_DEFAULT_FORGET;
+}
+
+static interval_directive forget_of_receiver = {
+    APR_OFFSETOF(beacon_server_conf, forget), 1, 366 * DAY, "a year"};
 static interval_directive interval_of_sender = {
     APR_OFFSETOF(beacon_server_conf, interval), 0, DAY, "a day"};
 
@@ -401,6 +417,12 @@ const command_rec beacon_cmds[] = {
         RSRC_CONF,
         "how far an announcement's timestamp may be from the clock "
         "(default 30s)"),
+    AP_INIT_TAKE1("ProxyBeaconForget", set_interval, &forget_of_receiver,
+        RSRC_CONF,
+        "silence after which a member out of rotation is forgotten: its "
+        "slot is reused first and a restart does not bring it back "
+        "(default 1h, or longer than ProxyBeaconTimeout plus twice "
+        "ProxyBeaconMaxSkew; 0: never)"),
     AP_INIT_TAKE1("ProxyBeaconSecret", set_secret, NULL, RSRC_CONF,
         "shared secret: hex: and 32 hex digits, a passphrase of 16 bytes or "
         "more, or file:/path holding either; up to 4 (the first signs)"),

@@ -21,6 +21,8 @@ typedef struct {
 } beacon_dest;
 
 /* A time the configuration may leave to the default or inherit. */
+#define BEACON_DEFAULT_FORGET apr_time_from_sec(3600)
+
 typedef struct {
     apr_interval_time_t value;
     int set;                      /* given in this server */
@@ -37,6 +39,7 @@ typedef struct {
     const char *balancer_where;   /* "file:line" for config-time errors */
     beacon_interval timeout;      /* 0 = add-only */
     beacon_interval max_skew;
+    beacon_interval forget;       /* 0 = never; see beacon_forget_interval */
 
     /* sender */
     apr_array_header_t *targets;  /* beacon_dest */
@@ -52,6 +55,10 @@ typedef struct {
 } beacon_server_conf;
 
 beacon_server_conf *beacon_conf(const server_rec *s);
+
+/* ProxyBeaconForget as set, else its default: an hour, or longer than the
+ * lease plus twice the skew window when those are longer. */
+apr_interval_time_t beacon_forget_interval(const beacon_server_conf *conf);
 
 /*
  * The configuration of s if s has a role of its own to play: NULL for a

@@ -11,6 +11,7 @@
 #define PUBLISH_EVERY apr_time_from_msec(100) /* renewals, at most */
 #define DIRTY_RENEWED 1   /* only last-seen times changed */
 #define DIRTY_CHANGED 2   /* a record came, went or changed state */
+#define KEEP_EVERY apr_time_from_sec(1) /* admin settings, forgetting */
 
 static const char *bal_name(const beacon_receiver *r)
 {
@@ -65,39 +66,50 @@ static void report_drop(beacon_receiver *r, unsigned drop,
 /* ------------------------------------------------------------------ */
 /* Acting on accepted announcements                                    */
 
+/* One line for the whole balancer, however many urls wait: an error when
+ * nothing will free a slot, else a note of the wait. */
 static void log_no_slot(beacon_receiver *r, const beacon_record_t *rec,
-                        apr_time_t now, apr_pool_t *p)
+                        apr_time_t ready_at, apr_time_t now, apr_pool_t *p)
 {
     unsigned suppressed;
 
-    /* one line for the whole balancer, however many urls wait */
-    if (beacon_rate_allows(&r->no_slot_log, now, BEACON_LOG_EVERY,
-                           &suppressed)) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00037)
-                     "cannot add backend %s to balancer://%s: no free "
-                     "growth slot (raise growth= on the balancer: httpd "
-                     "frees no slot, and a restart restores every member "
-                     "beacon added); retrying in %"
-                     APR_TIME_T_FMT " s%s", rec->url, bal_name(r),
-                     apr_time_sec(rec->backoff),
-                     beacon_held_back(p, suppressed));
+    if (!beacon_rate_allows(&r->no_slot_log, now, BEACON_LOG_EVERY,
+                            &suppressed)) {
+        return;
     }
+    if (ready_at != 0) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00039)
+                     "backend %s waits %" APR_TIME_T_FMT " s for a slot of "
+                     "balancer://%s: its growth is used up, and a member out "
+                     "of rotation becomes safe to reuse then%s", rec->url,
+                     apr_time_sec(ready_at - now + APR_USEC_PER_SEC - 1),
+                     bal_name(r), beacon_held_back(p, suppressed));
+        return;
+    }
+    ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00037)
+                 "cannot add backend %s to balancer://%s: no free growth "
+                 "slot, and no member out of rotation whose slot could be "
+                 "reused (raise growth= on the balancer); retrying in %"
+                 APR_TIME_T_FMT " s%s", rec->url, bal_name(r),
+                 apr_time_sec(rec->retry_at - now + APR_USEC_PER_SEC - 1),
+                 beacon_held_back(p, suppressed));
 }
 
 /* Announcements repeat what failed: one line per receiver per
  * BEACON_LOG_EVERY, with the count it stands for. */
 static void add_failed(beacon_receiver *r, beacon_record_t *rec,
-                       beacon_add_result result, const char *why,
+                       beacon_add_result result, const beacon_add_info *info,
                        apr_time_t now, apr_pool_t *p)
 {
     unsigned suppressed;
 
-    beacon_table_add_failed(rec, now);
     r->shared->events[BEACON_EV_ADD_FAILED]++;
     if (result == BEACON_ADD_NO_SLOT) {
-        log_no_slot(r, rec, now, p);
+        beacon_table_add_deferred(rec, now, info->ready_at);
+        log_no_slot(r, rec, info->ready_at, now, p);
         return;
     }
+    beacon_table_add_failed(rec, now);
     if (!beacon_rate_allows(&r->add_fail_log, now, BEACON_LOG_EVERY,
                             &suppressed)) {
         return;
@@ -107,16 +119,17 @@ static void add_failed(beacon_receiver *r, beacon_record_t *rec,
                  APR_TIME_T_FMT " s%s", result == BEACON_ADD_NOT_CONFIRMED
                                             ? "balancer add not confirmed for"
                                             : "cannot add",
-                 ap_escape_logitem(p, rec->url), bal_name(r), why ? ": " : "",
-                 why ? ap_escape_logitem(p, why) : "",
+                 ap_escape_logitem(p, rec->url), bal_name(r),
+                 info->why ? ": " : "",
+                 info->why ? ap_escape_logitem(p, info->why) : "",
                  apr_time_sec(rec->backoff), beacon_held_back(p, suppressed));
 }
 
 static void add_member(beacon_receiver *r, beacon_record_t *rec,
                        apr_time_t now, apr_pool_t *p)
 {
-    const char *why;
-    beacon_add_result result = beacon_proxy_add(r->target, rec->url, p, &why);
+    beacon_add_info info;
+    beacon_add_result result = beacon_proxy_add(r->target, rec->url, p, &info);
 
     switch (result) {
     case BEACON_ADD_DONE:
@@ -125,6 +138,16 @@ static void add_member(beacon_receiver *r, beacon_record_t *rec,
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00030)
                      "added backend %s to balancer://%s", rec->url,
                      bal_name(r));
+        break;
+    case BEACON_ADD_RECYCLED:
+        beacon_table_added(rec);
+        /* the old url's next announcement adds it anew */
+        beacon_table_unlisted(r->table, info.recycled);
+        r->shared->events[BEACON_EV_ADDED]++;
+        r->shared->events[BEACON_EV_RECYCLED]++;
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00038)
+                     "recycled slot of %s for %s in balancer://%s",
+                     info.recycled, rec->url, bal_name(r));
         break;
     case BEACON_ADD_ADOPTED:
         beacon_table_added(rec);
@@ -140,7 +163,7 @@ static void add_member(beacon_receiver *r, beacon_record_t *rec,
                      "balancer://%s; left alone", rec->url, bal_name(r));
         break;
     default:
-        add_failed(r, rec, result, why, now, p);
+        add_failed(r, rec, result, &info, now, p);
         break;
     }
 }
@@ -254,6 +277,8 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
         return;
     }
     act(r, &ev, now, scratch);
+    beacon_proxy_heard(r->target, ev.url, &r->entry_hint[ev.rec - r->table->rec],
+                       ev.dg.ts, now);
 }
 
 /* ------------------------------------------------------------------ */
@@ -313,9 +338,26 @@ static void publish(beacon_receiver *r, apr_time_t now)
     r->dirty = 0;
 }
 
-void beacon_members_tick(beacon_receiver *r, apr_time_t now)
+/* Once a second: the registry keeps what a restart must give back. */
+static void keep(beacon_receiver *r, apr_time_t now, apr_pool_t *p)
+{
+    int forgotten;
+
+    if (r->target == NULL || now - r->kept < KEEP_EVERY) {
+        return;
+    }
+    r->kept = now;
+    forgotten = beacon_proxy_keep(r->target, now, p);
+    if (forgotten > 0) {
+        r->shared->events[BEACON_EV_FORGOTTEN] += (apr_uint64_t)forgotten;
+        r->dirty = DIRTY_CHANGED;
+    }
+}
+
+void beacon_members_tick(beacon_receiver *r, apr_time_t now, apr_pool_t *p)
 {
     expire(r, now);
+    keep(r, now, p);
     publish(r, now);
 }
 
@@ -330,7 +372,7 @@ static void adopt_members(beacon_receiver *r, apr_time_t now, apr_pool_t *p)
     n = beacon_proxy_marked_members(r->target, p, &members);
     for (i = 0; i < n; i++) {
         if (beacon_table_adopt(r->table, members[i].url, members[i].disabled,
-                               now) == BEACON_OK) {
+                               members[i].high_ts, now) == BEACON_OK) {
             adopted++;
         }
     }
@@ -354,8 +396,10 @@ void beacon_members_start(beacon_receiver *r, apr_pool_t *pool,
     r->inbox = beacon_inbox_make(pool, r->s, r->bind_host, r->bind_port,
                                  r->label);
     r->peer = apr_pcalloc(pool, sizeof(*r->peer) * BEACON_TABLE_CAPACITY);
+    r->entry_hint = apr_palloc(pool, sizeof(*r->entry_hint) * BEACON_TABLE_CAPACITY);
     for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
         r->peer[i].pid = r->peer[i].seq = -1;
+        r->entry_hint[i] = -1;
     }
     r->shared->owner_pid = getpid();
     r->shared->listening = 0;

@@ -37,6 +37,8 @@ struct beacon_receiver {
     beacon_rate_limit no_slot_log;
     beacon_rate_limit add_fail_log;
     beacon_status_record *peer;  /* host/pid/seq by table index */
+    int *entry_hint;             /* registry entry by table index */
+    apr_time_t kept;             /* the registry was last kept */
     int dirty;                   /* what changed since the last publish */
     apr_time_t published;        /* when the status copy was made */
 };
@@ -58,7 +60,8 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
                            apr_pool_t *scratch);
 
 /* Takes members whose lease lapsed out of rotation, forgets long-silent
- * records, and publishes what changed for the status pages. */
-void beacon_members_tick(beacon_receiver *r, apr_time_t now);
+ * records, keeps what a restart needs in the registry, and publishes what
+ * changed for the status pages. p is for temporary memory. */
+void beacon_members_tick(beacon_receiver *r, apr_time_t now, apr_pool_t *p);
 
 #endif /* MOD_PROXY_BEACON_MEMBERS_H */

@@ -89,20 +89,43 @@ const char *beacon_receiver_label(apr_pool_t *p, const char *host,
 
 /* The balancer and its registry; members the registry lists come back now,
  * before the first child of this generation serves a request. */
+/*
+ * What names a receiver across restarts, and no other: its virtual host
+ * (name and address) and its bind address. Two virtual hosts with
+ * balancers of one name, each with its own receiver, keep their members
+ * apart.
+ */
+static const char *registry_key(apr_pool_t *p, const beacon_receiver *r)
+{
+    const char *vhost = "main";
+    char *ip = NULL;
+
+    if (r->s->is_virtual && r->s->addrs) {
+        apr_sockaddr_ip_get(&ip, r->s->addrs->host_addr);
+        vhost = apr_psprintf(p, "%s@%s:%u",
+                             r->s->server_hostname ? r->s->server_hostname : "",
+                             ip ? ip : "*", (unsigned)r->s->addrs->host_port);
+    }
+    return apr_psprintf(p, "vhost %s, udp %s", vhost, r->label);
+}
+
 static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
 {
-    int restored;
+    beacon_member_policy policy = {r->conf->timeout.value,
+                                   beacon_forget_interval(r->conf)};
+    int restored, forgotten;
 
     r->target = beacon_proxy_target(pconf, r->s, r->conf->balancer_name,
-                                    r->bind_port);
+                                    registry_key(pconf, r), &policy);
     if (r->target == NULL) {
         return APR_EGENERAL;
     }
-    restored = beacon_proxy_restore(r->target, pconf);
-    if (restored > 0) {
+    restored = beacon_proxy_restore(r->target, pconf, &forgotten);
+    if (restored > 0 || forgotten > 0) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00011)
-                     "restored %d member(s) of balancer://%s from the registry",
-                     restored, r->conf->balancer_name);
+                     "restored %d member(s) of balancer://%s from the "
+                     "registry; forgot %d silent past ProxyBeaconForget",
+                     restored, r->conf->balancer_name, forgotten);
     }
     return APR_SUCCESS;
 }
@@ -259,7 +282,7 @@ static void serve_once(apr_pool_t *scratch)
     }
     now = apr_time_now();
     for (r = receivers; r; r = r->next) {
-        beacon_members_tick(r, now);
+        beacon_members_tick(r, now, scratch);
     }
 }
 

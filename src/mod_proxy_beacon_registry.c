@@ -1,64 +1,166 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
-/* The ownership registry; see mod_proxy_beacon_registry.h. */
+/* The member registry; see mod_proxy_beacon_registry.h. */
 
 #include "mod_proxy_beacon_registry.h"
 
+#include <apr_file_io.h>
+#include <apr_md5.h>
 #include <apr_strings.h>
 #include <ap_provider.h>
 #include <ap_slotmem.h>
-#include <mod_proxy.h>
 
 /*
- * One entry. mod_slotmem_shm restores a persisted file of another layout
- * without a word (it reads the bytes, and only notes "old persist
- * file?"), and anyone who can write DefaultRuntimeDir can write one: an
- * entry counts only when it carries this layout's magic and its strings
- * end inside their fields (beacon_registry_url).
+ * mod_slotmem_shm restores a persisted file of another layout without a
+ * word (it reads the bytes, and only notes "old persist file?"), and
+ * anyone who can write DefaultRuntimeDir can write one: an entry counts
+ * only when it carries this layout's magic and version and its strings
+ * end inside their fields.
  */
-#define MARK_IN_USE 0x42434e32 /* "BCN2": in use, this layout */
-
-typedef struct {
-    apr_uint32_t in_use;     /* MARK_IN_USE, or anything else: free */
-    apr_uint32_t out;        /* beacon took it out of rotation */
-    char balancer[PROXY_BALANCER_MAX_NAME_SIZE];
-    char url[BEACON_URL_MAX];
-} beacon_mark;
+#define MARK_IN_USE 0x42434e52 /* "BCNR" */
+#define REGISTRY_VERSION 3
 
 struct beacon_registry {
     ap_slotmem_provider_t *storage;
     ap_slotmem_instance_t *slots;
 };
 
-/* "proxy_beacon_<balancer>_<port>": one registry per receiver, a name that
- * stays the same across restarts so the persisted copy is found again. */
-static const char *registry_name(apr_pool_t *p, const char *balancer_name,
-                                 apr_port_t port)
-{
-    char *name = apr_psprintf(p, "proxy_beacon_%s_%u", balancer_name,
-                              (unsigned)port);
-    char *c;
+/* ------------------------------------------------------------------ */
+/* The persisted file                                                  */
 
-    for (c = name; *c; c++) {
-        if (!apr_isalnum(*c) && *c != '-') {
-            *c = '_';
-        }
+/*
+ * mod_slotmem_shm's file, as it writes it (modules/slotmem): its name,
+ * then the free count (aligned), every entry, one in-use byte per entry,
+ * an MD5 digest of those, and the slots' description. A file of any other
+ * size, or whose digest or description is wrong, is not ours to read.
+ */
+typedef struct {
+    apr_size_t size;
+    unsigned int num;
+    unsigned int type;
+} persisted_desc;
+
+#define PERSIST_PREFIX "slotmem-shm-"
+#define PERSIST_SUFFIX ".shm.persist"
+
+static apr_size_t persisted_data_size(void)
+{
+    return APR_ALIGN_DEFAULT(sizeof(unsigned int)) +
+           sizeof(beacon_entry) * BEACON_REGISTRY_SIZE + BEACON_REGISTRY_SIZE;
+}
+
+/* NULL when the file at path may be restored (or is absent), else why not. */
+static const char *persisted_flaw(apr_pool_t *p, const char *path)
+{
+    apr_size_t data = persisted_data_size();
+    apr_size_t whole = data + APR_MD5_DIGESTSIZE +
+                       APR_ALIGN_DEFAULT(sizeof(persisted_desc));
+    unsigned char digest[APR_MD5_DIGESTSIZE];
+    const persisted_desc *desc;
+    apr_finfo_t finfo;
+    apr_file_t *f;
+    char *buf;
+
+    if (apr_stat(&finfo, path, APR_FINFO_SIZE | APR_FINFO_TYPE, p) != APR_SUCCESS) {
+        return NULL;
     }
-    return name;
+    if (finfo.filetype != APR_REG) {
+        return "not a regular file";
+    }
+    if ((apr_size_t)finfo.size != whole) {
+        return apr_psprintf(p, "%" APR_OFF_T_FMT " bytes where this release "
+                            "writes %" APR_SIZE_T_FMT, finfo.size, whole);
+    }
+    buf = apr_palloc(p, whole);
+    if (apr_file_open(&f, path, APR_READ | APR_BINARY, 0, p) != APR_SUCCESS ||
+        apr_file_read_full(f, buf, whole, NULL) != APR_SUCCESS) {
+        return "unreadable";
+    }
+    apr_file_close(f);
+    apr_md5(digest, buf, data);
+    if (memcmp(digest, buf + data, sizeof(digest)) != 0) {
+        return "its digest does not match its contents";
+    }
+    desc = (const persisted_desc *)(buf + data + APR_MD5_DIGESTSIZE);
+    if (desc->size != sizeof(beacon_entry) || desc->num != BEACON_REGISTRY_SIZE) {
+        return "it describes another layout";
+    }
+    return NULL;
+}
+
+/* Renames a persisted file that must not be restored, so that the
+ * operator can look at it and the server starts with an empty registry. */
+static void set_aside_if_unsound(apr_pool_t *p, server_rec *s, const char *path)
+{
+    const char *flaw = persisted_flaw(p, path);
+    const char *aside;
+    apr_status_t rv;
+
+    if (flaw == NULL) {
+        return;
+    }
+    aside = apr_psprintf(p, "%s.bad-%" APR_TIME_T_FMT, path,
+                         apr_time_sec(apr_time_now()));
+    rv = apr_file_rename(path, aside, p);
+    ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, BCNLOGNO(00085)
+                 "the persisted member registry %s is unsound (%s): %s; "
+                 "members join again with their next announcement", path,
+                 flaw, rv == APR_SUCCESS
+                           ? apr_pstrcat(p, "set aside as ", aside, NULL)
+                           : "cannot set it aside, it is ignored");
+    if (rv != APR_SUCCESS) {
+        apr_file_remove(path, p);
+    }
+}
+
+/*
+ * The registry names backends: the file mod_slotmem_shm writes at every
+ * restart is created with the server's umask. Created here first, for
+ * root only, it keeps that mode when it is rewritten (it is opened, not
+ * replaced). Where the parent cannot (not root, another file system), the
+ * file stays as httpd makes it.
+ */
+static void keep_private(apr_pool_t *p, const char *path)
+{
+    apr_file_t *f;
+
+    if (apr_file_open(&f, path, APR_WRITE | APR_CREATE | APR_BINARY,
+                      APR_FPROT_UREAD | APR_FPROT_UWRITE, p) == APR_SUCCESS) {
+        apr_file_close(f);
+    }
+    apr_file_perms_set(path, APR_FPROT_UREAD | APR_FPROT_UWRITE);
+}
+
+/* ------------------------------------------------------------------ */
+/* Opening                                                             */
+
+/* "beacon-<hash of key>": one registry per receiver, a name that stays
+ * the same across restarts so the persisted copy is found again. */
+static const char *registry_name(apr_pool_t *p, const char *key)
+{
+    apr_uint32_t h = 2166136261u; /* FNV-1a */
+    const char *c;
+
+    for (c = key; *c; c++) {
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    }
+    return apr_psprintf(p, "beacon-%08x", h);
 }
 
 beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
-                                      const char *balancer_name,
-                                      apr_port_t port)
+                                      const char *key)
 {
     beacon_registry *reg = apr_pcalloc(pconf, sizeof(*reg));
-    const char *name = registry_name(pconf, balancer_name, port);
+    const char *name = registry_name(pconf, key);
+    const char *path = ap_runtime_dir_relative(
+        pconf, apr_pstrcat(pconf, PERSIST_PREFIX, name, PERSIST_SUFFIX, NULL));
     apr_status_t rv;
 
+    set_aside_if_unsound(pconf, s, path);
     /* check_config made sure mod_slotmem_shm is loaded */
     reg->storage = ap_lookup_provider(AP_SLOTMEM_PROVIDER_GROUP, "shm",
                                       AP_SLOTMEM_PROVIDER_VERSION);
-    rv = reg->storage->create(&reg->slots, name, sizeof(beacon_mark),
+    rv = reg->storage->create(&reg->slots, name, sizeof(beacon_entry),
                               BEACON_REGISTRY_SIZE,
                               AP_SLOTMEM_TYPE_PREGRAB | AP_SLOTMEM_TYPE_PERSIST,
                               pconf);
@@ -68,10 +170,16 @@ beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
                      name);
         return NULL;
     }
+    keep_private(pconf, path);
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, BCNLOGNO(00086)
+                 "member registry of %s: %s", key, path);
     return reg;
 }
 
-static beacon_mark *mark_at(const beacon_registry *reg, unsigned i)
+/* ------------------------------------------------------------------ */
+/* Entries                                                             */
+
+static beacon_entry *slot_at(const beacon_registry *reg, unsigned i)
 {
     void *p = NULL;
 
@@ -81,38 +189,96 @@ static beacon_mark *mark_at(const beacon_registry *reg, unsigned i)
     return p;
 }
 
-int beacon_registry_has(const beacon_registry *reg, const char *balancer,
-                        const char *url)
+static int terminated(const char *field, apr_size_t size)
 {
-    unsigned i;
-
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        const char *marked = beacon_registry_url(reg, i, balancer, NULL);
-
-        if (marked && strcmp(marked, url) == 0) {
-            return 1;
-        }
-    }
-    return 0;
+    return memchr(field, '\0', size) != NULL;
 }
 
-int beacon_registry_put(const beacon_registry *reg, const char *balancer,
-                        const char *url)
+static int is_sound(const beacon_entry *e)
+{
+    return e->magic == MARK_IN_USE && e->version == REGISTRY_VERSION &&
+           terminated(e->balancer, sizeof(e->balancer)) &&
+           terminated(e->url, sizeof(e->url)) &&
+           terminated(e->next_url, sizeof(e->next_url)) &&
+           terminated(e->admin.route, sizeof(e->admin.route)) &&
+           terminated(e->admin.redirect, sizeof(e->admin.redirect)) &&
+           terminated(e->admin.hcuri, sizeof(e->admin.hcuri)) &&
+           terminated(e->admin.hcexpr, sizeof(e->admin.hcexpr));
+}
+
+beacon_entry *beacon_registry_entry(const beacon_registry *reg, unsigned i)
+{
+    beacon_entry *e = slot_at(reg, i);
+
+    return e && is_sound(e) ? e : NULL;
+}
+
+static int names(const beacon_entry *e, const char *balancer, const char *url)
+{
+    return strcmp(e->url, url) == 0 && strcmp(e->balancer, balancer) == 0;
+}
+
+beacon_entry *beacon_registry_find(const beacon_registry *reg,
+                                   const char *balancer, const char *url)
 {
     unsigned i;
 
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        beacon_mark *m = mark_at(reg, i);
+        beacon_entry *e = beacon_registry_entry(reg, i);
 
-        if (m && m->in_use != MARK_IN_USE) {
-            apr_cpystrn(m->balancer, balancer, sizeof(m->balancer));
-            apr_cpystrn(m->url, url, sizeof(m->url));
-            m->out = 0;
-            m->in_use = MARK_IN_USE;
-            return 1;
+        if (e && names(e, balancer, url)) {
+            return e;
         }
     }
-    return 0;
+    return NULL;
+}
+
+beacon_entry *beacon_registry_find_hinted(const beacon_registry *reg,
+                                          const char *balancer,
+                                          const char *url, int *hint)
+{
+    unsigned i;
+
+    if (*hint >= 0 && *hint < BEACON_REGISTRY_SIZE) {
+        beacon_entry *e = beacon_registry_entry(reg, (unsigned)*hint);
+
+        if (e && names(e, balancer, url)) {
+            return e;
+        }
+    }
+    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+        beacon_entry *e = beacon_registry_entry(reg, i);
+
+        if (e && names(e, balancer, url)) {
+            *hint = (int)i;
+            return e;
+        }
+    }
+    *hint = -1;
+    return NULL;
+}
+
+beacon_entry *beacon_registry_put(const beacon_registry *reg,
+                                  const char *balancer, const char *url)
+{
+    unsigned i;
+
+    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+        beacon_entry *e = slot_at(reg, i);
+
+        if (e && e->magic != MARK_IN_USE) {
+            memset(e, 0, sizeof(*e));
+            apr_cpystrn(e->balancer, balancer, sizeof(e->balancer));
+            apr_cpystrn(e->url, url, sizeof(e->url));
+            e->state = BEACON_ENTRY_MEMBER;
+            e->slot = -1;
+            e->last_heard = apr_time_now();
+            e->version = REGISTRY_VERSION;
+            e->magic = MARK_IN_USE;
+            return e;
+        }
+    }
+    return NULL;
 }
 
 int beacon_registry_has_room(const beacon_registry *reg)
@@ -120,54 +286,18 @@ int beacon_registry_has_room(const beacon_registry *reg)
     unsigned i;
 
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        beacon_mark *m = mark_at(reg, i);
+        beacon_entry *e = slot_at(reg, i);
 
-        if (m && m->in_use != MARK_IN_USE) {
+        if (e && e->magic != MARK_IN_USE) {
             return 1;
         }
     }
     return 0;
 }
 
-const char *beacon_registry_url(const beacon_registry *reg, unsigned i,
-                                const char *balancer, int *out)
+void beacon_registry_forget(beacon_entry *e)
 {
-    beacon_mark *m = mark_at(reg, i);
-
-    if (m == NULL || m->in_use != MARK_IN_USE ||
-        memchr(m->balancer, '\0', sizeof(m->balancer)) == NULL ||
-        memchr(m->url, '\0', sizeof(m->url)) == NULL ||
-        strcmp(m->balancer, balancer) != 0) {
-        return NULL;
-    }
-    if (out) {
-        *out = m->out != 0;
-    }
-    return m->url;
-}
-
-void beacon_registry_set_out(const beacon_registry *reg, const char *balancer,
-                             const char *url, int out)
-{
-    unsigned i;
-
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        const char *marked = beacon_registry_url(reg, i, balancer, NULL);
-
-        if (marked && strcmp(marked, url) == 0) {
-            mark_at(reg, i)->out = out != 0;
-            return;
-        }
-    }
-}
-
-void beacon_registry_forget(const beacon_registry *reg, unsigned i)
-{
-    beacon_mark *m = mark_at(reg, i);
-
-    if (m) {
-        m->in_use = 0;
-    }
+    e->magic = 0;
 }
 
 unsigned beacon_registry_damaged(const beacon_registry *reg)
@@ -175,10 +305,10 @@ unsigned beacon_registry_damaged(const beacon_registry *reg)
     unsigned i, n = 0;
 
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        beacon_mark *m = mark_at(reg, i);
+        beacon_entry *e = slot_at(reg, i);
 
-        if (m && m->in_use != MARK_IN_USE && m->in_use != 0) {
-            m->in_use = 0;
+        if (e && !is_sound(e) && (e->magic != 0 || e->version != 0)) {
+            memset(e, 0, sizeof(*e));
             n++;
         }
     }

@@ -1,53 +1,106 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * The ownership registry: which members of a balancer beacon created. It
- * lives in shared memory, so that the mark outlives the child that wrote
- * it (a status bit would not: other processes rewrite a worker's status
- * without locks), and mod_slotmem_shm persists it across restarts and
- * stops, so that beacon's members come back before the first request of a
- * new generation. Written only under the balancer's global mutex.
+ * The member registry of one receiver: which members of its balancer
+ * beacon created, and what a restart or a new owner must know of each to
+ * put it back as it was (in or out of rotation, when it was last heard,
+ * its replay high-water mark, the settings an admin gave it in
+ * balancer-manager, a rename under way). It lives in shared memory, so it
+ * outlives the child that wrote it (a status bit would not: other
+ * processes rewrite a worker's status without locks), and mod_slotmem_shm
+ * persists it across restarts and stops.
+ *
+ * Written by the receiver's owner (its own entries' last-heard times and
+ * marks) and otherwise under the balancer's global mutex, or in the parent
+ * before any child exists.
  */
 #ifndef MOD_PROXY_BEACON_REGISTRY_H
 #define MOD_PROXY_BEACON_REGISTRY_H
 
 #include "mod_proxy_beacon_util.h"
 
+#include <mod_proxy.h>
+
 #define BEACON_REGISTRY_SIZE BEACON_TABLE_CAPACITY /* entries */
+
+/* What balancer-manager lets an admin set on a member, kept so that a
+ * restart gives it back (BalancerPersist or not). */
+typedef struct {
+    int saved;                 /* the fields below were taken */
+    unsigned int flags;        /* the admin's status flags (ADMIN_FLAGS) */
+    int lbfactor;
+    int lbset;
+    hcmethod_t method;
+    apr_interval_time_t interval;
+    int passes;
+    int fails;
+    char route[PROXY_WORKER_MAX_ROUTE_SIZE];
+    char redirect[PROXY_WORKER_MAX_ROUTE_SIZE];
+    char hcuri[PROXY_WORKER_MAX_ROUTE_SIZE];
+    char hcexpr[PROXY_WORKER_MAX_SCHEME_SIZE];
+} beacon_admin_settings;
+
+typedef enum {
+    BEACON_ENTRY_MEMBER = 1,   /* a member, named url */
+    BEACON_ENTRY_RECYCLING     /* slot being renamed from url to next_url */
+} beacon_entry_state;
+
+typedef struct {
+    apr_uint32_t magic;        /* the layout's mark; anything else: free */
+    apr_uint32_t version;
+    apr_uint32_t state;        /* beacon_entry_state */
+    apr_uint32_t out;          /* beacon took it out of rotation */
+    apr_uint32_t forgotten;    /* silent past ProxyBeaconForget */
+    apr_int32_t slot;          /* its growth slot (shm index) */
+    apr_uint32_t hash_def;     /* its salted identity hash */
+    apr_uint32_t hash_fnv;
+    apr_time_t last_heard;     /* wall clock of its last announcement */
+    apr_time_t out_since;      /* wall clock when beacon took it out */
+    apr_uint64_t elected_at_out; /* httpd's elected count then */
+    apr_int64_t high_ts;       /* its replay high-water mark */
+    beacon_admin_settings admin;
+    char balancer[PROXY_BALANCER_MAX_NAME_SIZE];
+    char url[BEACON_URL_MAX];
+    char next_url[BEACON_URL_MAX];
+} beacon_entry;
 
 typedef struct beacon_registry beacon_registry;
 
-/* In post_config: the registry of the receiver of balancer_name on port,
- * found again under the same name after a restart; NULL (logged) when
- * shared memory cannot be had. */
+/*
+ * In post_config: the registry of the receiver whose identity is key (its
+ * virtual host and bind address), found again under the same name after a
+ * restart. A persisted file that is not whole (cut, or its digest wrong)
+ * is set aside first, logged. NULL (logged) when shared memory cannot be
+ * had.
+ */
 beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
-                                      const char *balancer_name,
-                                      apr_port_t port);
+                                      const char *key);
 
-/* Whether beacon created url in balancer (httpd's name of it). */
-int beacon_registry_has(const beacon_registry *reg, const char *balancer,
-                        const char *url);
+/* Entry i (0 to BEACON_REGISTRY_SIZE - 1) when it is in use and sound
+ * (this layout, its strings terminated), else NULL. */
+beacon_entry *beacon_registry_entry(const beacon_registry *reg, unsigned i);
 
-/* Marks url as beacon's, in rotation; 0 when the registry is full. */
-int beacon_registry_put(const beacon_registry *reg, const char *balancer,
-                        const char *url);
+/* The entry of url in balancer, or NULL. */
+beacon_entry *beacon_registry_find(const beacon_registry *reg,
+                                   const char *balancer, const char *url);
 
-/* Records whether beacon took url out of rotation (evicted, leaving), so
- * that a restart restores it as it was. */
-void beacon_registry_set_out(const beacon_registry *reg, const char *balancer,
-                             const char *url, int out);
+/* The entry of url, trying entry *hint first and leaving where it was
+ * found in *hint: the datagram path's lookup. */
+beacon_entry *beacon_registry_find_hinted(const beacon_registry *reg,
+                                          const char *balancer,
+                                          const char *url, int *hint);
+
+/* A new entry for url, a member in rotation; NULL when the registry is
+ * full. */
+beacon_entry *beacon_registry_put(const beacon_registry *reg,
+                                  const char *balancer, const char *url);
 
 int beacon_registry_has_room(const beacon_registry *reg);
 
-/* Entry i (0 to BEACON_REGISTRY_SIZE - 1): its url when it marks a member
- * of balancer, else NULL (*out, when not NULL, says whether the member was
- * out of rotation); and forgetting it. */
-const char *beacon_registry_url(const beacon_registry *reg, unsigned i,
-                                const char *balancer, int *out);
-void beacon_registry_forget(const beacon_registry *reg, unsigned i);
+void beacon_registry_forget(beacon_entry *e);
 
-/* Frees the entries that are neither free nor of this layout (a persisted
- * file of an older release, or damaged); returns how many. */
+/* Frees the entries that are neither free nor sound (another layout, an
+ * unterminated string); returns how many. */
 unsigned beacon_registry_damaged(const beacon_registry *reg);
 
 #endif /* MOD_PROXY_BEACON_REGISTRY_H */

@@ -21,6 +21,8 @@ typedef enum {
     BEACON_EV_REENABLED,
     BEACON_EV_LEAVING,
     BEACON_EV_TAKEN_OVER, /* members adopted by a new owner */
+    BEACON_EV_RECYCLED,   /* added in a long-gone member's slot */
+    BEACON_EV_FORGOTTEN,  /* silent past ProxyBeaconForget */
     BEACON_EV_COUNT
 } beacon_event_kind;
 

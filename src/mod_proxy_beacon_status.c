@@ -28,7 +28,8 @@ static const char *const event_ids[BEACON_EV_COUNT] = {
     [BEACON_EV_ADDED] = "added",           [BEACON_EV_READOPTED] = "readopted",
     [BEACON_EV_ADD_FAILED] = "add_failed", [BEACON_EV_EVICTED] = "evicted",
     [BEACON_EV_REENABLED] = "reenabled",   [BEACON_EV_LEAVING] = BEACON_STATE_LEAVING,
-    [BEACON_EV_TAKEN_OVER] = "taken_over",
+    [BEACON_EV_TAKEN_OVER] = "taken_over", [BEACON_EV_RECYCLED] = "recycled",
+    [BEACON_EV_FORGOTTEN] = "forgotten",
 };
 
 /* Status-line names for ?auto, in the CamelCase mod_status uses. */
@@ -37,7 +38,8 @@ static const char *const event_keys[BEACON_EV_COUNT] = {
     [BEACON_EV_ADDED] = "Added",          [BEACON_EV_READOPTED] = "Readopted",
     [BEACON_EV_ADD_FAILED] = "AddFailed", [BEACON_EV_EVICTED] = "Evictions",
     [BEACON_EV_REENABLED] = "Reenabled",  [BEACON_EV_LEAVING] = "Leaving",
-    [BEACON_EV_TAKEN_OVER] = "TakenOver",
+    [BEACON_EV_TAKEN_OVER] = "TakenOver", [BEACON_EV_RECYCLED] = "Recycled",
+    [BEACON_EV_FORGOTTEN] = "Forgotten",
 };
 
 static const char *state_name(apr_int32_t state)
@@ -61,6 +63,7 @@ typedef struct {
     unsigned nrows;
     unsigned active, evicted, pending, not_managed;
     int growth_used, growth_free; /* -1 in log-only mode */
+    int growth_recyclable;        /* slots of long-gone members, now */
 } shown_receiver;
 
 static double seconds(apr_interval_time_t t)
@@ -82,7 +85,8 @@ static void derive(shown_receiver *out, const beacon_receiver_view *v,
     out->rows = apr_pcalloc(p, sizeof(*out->rows) * (out->nrows + 1));
     out->growth_used = out->growth_free = -1;
     if (v->target) {
-        beacon_proxy_growth(v->target, &out->growth_used, &out->growth_free);
+        beacon_proxy_growth(v->target, &out->growth_used, &out->growth_free,
+                            &out->growth_recyclable);
     }
     for (i = 0; i < out->nrows; i++) {
         shown_record *row = &out->rows[i];
@@ -160,6 +164,7 @@ static void print_auto(request_rec *r)
     apr_uint64_t dropped[BEACON_DROP_COUNT] = {0}, events[BEACON_EV_COUNT] = {0};
     apr_uint64_t sent = 0, errors = 0;
     unsigned records = 0, active = 0, evicted = 0, pending = 0, not_managed = 0;
+    int growth_used = 0, growth_free = 0, growth_recyclable = 0;
     shown_receiver *shown;
     beacon_sender_view *senders;
     int i, j, n = gather(r, NULL, 0, &shown);
@@ -171,6 +176,11 @@ static void print_auto(request_rec *r)
         evicted += shown[i].evicted;
         pending += shown[i].pending;
         not_managed += shown[i].not_managed;
+        if (shown[i].growth_used >= 0) {
+            growth_used += shown[i].growth_used;
+            growth_free += shown[i].growth_free;
+            growth_recyclable += shown[i].growth_recyclable;
+        }
         for (j = 0; j < BEACON_DROP_COUNT; j++) {
             dropped[j] += shown[i].v->shared->dropped[j];
         }
@@ -188,6 +198,9 @@ static void print_auto(request_rec *r)
     ap_rprintf(r, "BeaconReceivers: %d\nBeaconRecords: %u\nBeaconMembers: %u\n"
                "BeaconEvicted: %u\nBeaconPending: %u\nBeaconNotManaged: %u\n",
                n, records, active, evicted, pending, not_managed);
+    ap_rprintf(r, "BeaconGrowthUsed: %d\nBeaconGrowthFree: %d\n"
+               "BeaconGrowthRecyclable: %d\n", growth_used, growth_free,
+               growth_recyclable);
     for (j = 0; j < BEACON_EV_COUNT; j++) {
         ap_rprintf(r, "Beacon%s: %" APR_UINT64_T_FMT "\n", event_keys[j], events[j]);
     }
@@ -234,8 +247,9 @@ static void print_receiver_html(request_rec *r, const shown_receiver *sr)
     ap_rprintf(r, "<tr><th>records</th><td>%u of %d</td></tr>\n", sr->nrows,
                BEACON_TABLE_CAPACITY);
     if (sr->growth_used >= 0) {
-        ap_rprintf(r, "<tr><th>growth slots</th><td>%d used, %d free</td></tr>\n",
-                   sr->growth_used, sr->growth_free);
+        ap_rprintf(r, "<tr><th>growth slots</th><td>%d used, %d free, %d "
+                   "recyclable now</td></tr>\n", sr->growth_used,
+                   sr->growth_free, sr->growth_recyclable);
     }
     ap_rprintf(r, "<tr><th>receiving child</th><td>%s</td></tr>\n</table>\n",
                v->shared->owner_pid
@@ -393,8 +407,9 @@ static void print_receiver_json(request_rec *r, const shown_receiver *sr)
                seconds(v->conf->max_skew.value), sr->nrows, BEACON_TABLE_CAPACITY,
                v->shared->owner_pid, v->shared->listening ? "true" : "false");
     if (sr->growth_used >= 0) {
-        ap_rprintf(r, ", \"growth\": {\"used\": %d, \"free\": %d}", sr->growth_used,
-                   sr->growth_free);
+        ap_rprintf(r, ", \"growth\": {\"used\": %d, \"free\": %d, "
+                   "\"recyclable\": %d}", sr->growth_used, sr->growth_free,
+                   sr->growth_recyclable);
     }
     else {
         ap_rputs(", \"growth\": null", r);

@@ -24,9 +24,11 @@ STATUS_PAGE = """\
 """
 
 
-def proxy_with_status(httpd_factory, timeout="30"):
+def proxy_with_status(httpd_factory, timeout="30", growth=4, extra=""):
     udp = free_port()
-    h = httpd_factory(status=True, tail_config=STATUS_PAGE + receiver_config(udp, timeout=timeout))
+    h = httpd_factory(status=True, growth=growth,
+                      tail_config=STATUS_PAGE + receiver_config(udp, timeout=timeout,
+                                                                extra=extra))
     h.proxypass_config = ("ProxyPass /balancer-manager !\nProxyPass /server-status !\n"
                           "ProxyPass /beacon-status !\nProxyPass / balancer://cluster/\n")
     start_receiver(h)
@@ -64,7 +66,7 @@ def test_json_and_auto_report_members_and_drops(httpd_factory, backend_factory):
     assert rx["listen"] == f"127.0.0.1:{ann.addr[1]}"
     assert rx["balancer"] == "balancer://cluster"
     assert rx["capacity"] == 256 and rx["records"] == 2
-    assert rx["growth"] == {"used": 2, "free": 2}
+    assert rx["growth"] == {"used": 2, "free": 2, "recyclable": 0}
     assert rx["events"]["added"] == 2 and rx["events"]["accepted"] == 2
     members = {m["url"]: m for m in rx["members"]}
     assert set(members) == {a.url, b.url}
@@ -159,3 +161,37 @@ def test_a_sender_reports_what_it_sent(httpd_factory):
     assert snd["advertise"] == f"http://127.0.0.1:{backend.port}"
     assert snd["interval"] == 0.2 and snd["send_errors"] == 0
     assert status_json(backend)["receivers"] == []
+
+
+def test_recycling_and_forgetting_are_counted(httpd_factory, backend_factory):
+    """Growth used, free and recyclable now, and the recycled and forgotten
+    counters, in ?json and ?auto: what tells an operator that churn is
+    handled, before it bites."""
+    h, ann = proxy_with_status(
+        httpd_factory, timeout="500ms", growth=1,
+        extra="ProxyBeaconMaxSkew 1\nProxyBeaconForget 3\n")
+    a, b = backend_factory("a"), backend_factory("b")
+    ann.announce(a.url)
+    wait_member(h, a.url)
+    wait_member(h, a.url, want_enabled=False)
+
+    def growth(want):
+        g = status_json(h)["receivers"][0]["growth"]
+        return g if g == want else None
+    # forgotten after 3 s of silence, recyclable after about 6 s
+    h.wait_log(r"BCN00089: forgot backend %s" % a.url)
+    wait_for(lambda: growth({"used": 1, "free": 0, "recyclable": 1}), 15,
+             "a's slot recyclable")
+    assert auto_lines(h)["BeaconGrowthRecyclable"] == "1"
+    ann.announce(b.url)
+    h.wait_log(r"BCN00038: recycled slot of %s for %s in balancer://cluster"
+               % (a.url, b.url))
+    rx = status_json(h)["receivers"][0]
+    assert rx["events"]["recycled"] == 1 and rx["growth"]["recyclable"] == 0
+    wait_member(h, b.url, want_enabled=False)
+    h.wait_log(r"BCN00089: forgot backend %s" % b.url)
+    wait_for(lambda: status_json(h)["receivers"][0]["events"]["forgotten"] == 2, 5,
+             "both forgotten counted")
+    auto = auto_lines(h)
+    assert (auto["BeaconRecycled"], auto["BeaconForgotten"]) == ("1", "2")
+    assert "recyclable now" in h.get("/beacon-status")[1]

@@ -739,7 +739,7 @@ static void adopt_gives_a_fresh_lease_from_adoption(void **state)
     unsigned cursor = 0;
 
     (void)state;
-    assert_reason_equal(beacon_table_adopt(t, "http://a", 0, at), BEACON_OK,
+    assert_reason_equal(beacon_table_adopt(t, "http://a", 0, 0, at), BEACON_OK,
                         "adopt enabled");
     rec = beacon_table_find(t, "http://a");
     assert_non_null(rec);
@@ -757,7 +757,7 @@ static void an_adopted_member_takes_any_ts_and_is_not_added_again(void **state)
     beacon_table_t *t = new_table(TIMEOUT, SKEW);
 
     (void)state;
-    assert_reason_equal(beacon_table_adopt(t, "http://a", 0, N), BEACON_OK,
+    assert_reason_equal(beacon_table_adopt(t, "http://a", 0, 0, N), BEACON_OK,
                         "adopt");
     announce(t, "http://a", 1, 0, N, BEACON_OK, BEACON_ACT_RENEW,
              "first announcement after adoption");
@@ -770,7 +770,7 @@ static void a_disabled_member_is_adopted_evicted_and_enabled_on_return(void **st
     unsigned cursor = 0;
 
     (void)state;
-    assert_reason_equal(beacon_table_adopt(t, "http://a", 1, N), BEACON_OK,
+    assert_reason_equal(beacon_table_adopt(t, "http://a", 1, 0, N), BEACON_OK,
                         "adopt disabled");
     rec = beacon_table_find(t, "http://a");
     assert_non_null(rec);
@@ -790,12 +790,12 @@ static void adopt_leaves_an_existing_record_alone(void **state)
 
     (void)state;
     beacon_table_not_managed(other);
-    assert_reason_equal(beacon_table_adopt(t, "http://a", 1, N + 5 * SEC),
+    assert_reason_equal(beacon_table_adopt(t, "http://a", 1, 0, N + 5 * SEC),
                         BEACON_OK, "adopt an existing ACTIVE record");
     assert_state_equal(active->state, BEACON_REC_ACTIVE, "existing active");
     assert_true(active->high_ts == 500);
     assert_true(active->last_seen == N);
-    assert_reason_equal(beacon_table_adopt(t, "http://b", 0, N + 5 * SEC),
+    assert_reason_equal(beacon_table_adopt(t, "http://b", 0, 0, N + 5 * SEC),
                         BEACON_OK, "adopt an existing NOT_MANAGED record");
     assert_state_equal(other->state, BEACON_REC_NOT_MANAGED, "existing other");
     assert_true(other->high_ts == 9);
@@ -812,13 +812,66 @@ static void adopt_reports_a_full_table(void **state)
     (void)state;
     fill(t, BEACON_TABLE_CAPACITY, N);
     member_url(url, sizeof url, BEACON_TABLE_CAPACITY);
-    assert_reason_equal(beacon_table_adopt(t, url, 0, N),
+    assert_reason_equal(beacon_table_adopt(t, url, 0, 0, N),
                         BEACON_DROP_TABLE_FULL, "adopt into a full table");
     assert_null(beacon_table_find(t, url));
     member_url(url, sizeof url, 0);
-    assert_reason_equal(beacon_table_adopt(t, url, 0, N), BEACON_OK,
+    assert_reason_equal(beacon_table_adopt(t, url, 0, 0, N), BEACON_OK,
                         "adopt a known url into a full table");
     assert_int_equal(t->count, BEACON_TABLE_CAPACITY);
+}
+
+static void adopt_keeps_the_mark_it_is_given(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+
+    (void)state;
+    assert_reason_equal(beacon_table_adopt(t, "http://a", 1, 700, N), BEACON_OK,
+                        "adopt with a kept mark");
+    announce(t, "http://a", 700, 0, N + SEC, BEACON_DROP_REPLAYED_TS, 0,
+             "a datagram accepted by the last owner");
+    announce(t, "http://a", 701, 0, N + SEC, BEACON_OK, BEACON_ACT_ENABLE,
+             "a newer one");
+}
+
+static void a_deferred_add_retries_when_room_frees(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *rec = announce(t, "http://a", 1, 0, N, BEACON_OK,
+                                    BEACON_ACT_ADD, "a");
+    int i;
+
+    (void)state;
+    for (i = 0; i < 6; i++) {
+        beacon_table_add_failed(rec, N); /* back-off grown to 32 s */
+    }
+    beacon_table_add_deferred(rec, N, N + 3 * SEC);
+    assert_state_equal(rec->state, BEACON_REC_PENDING, "deferred");
+    assert_true(rec->retry_at == N + 3 * SEC);
+    announce(t, "http://a", 2, 0, N + 3 * SEC - 1, BEACON_OK, BEACON_ACT_WAIT,
+             "before the room frees");
+    announce(t, "http://a", 3, 0, N + 3 * SEC, BEACON_OK, BEACON_ACT_ADD,
+             "when it frees");
+    beacon_table_add_deferred(rec, N + 3 * SEC, N + 500 * SEC);
+    assert_true(rec->retry_at < N + 500 * SEC); /* the back-off is sooner */
+}
+
+static void an_unlisted_member_is_added_again_and_keeps_its_mark(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *rec = member(t, "http://a", 500, N);
+
+    (void)state;
+    announce(t, "http://a", 501, 1, N + SEC, BEACON_OK, BEACON_ACT_DISABLE,
+             "leaving");
+    beacon_table_unlisted(t, "http://a");
+    beacon_table_unlisted(t, "http://never-seen");
+    assert_state_equal(rec->state, BEACON_REC_NEW, "unlisted");
+    announce(t, "http://a", 501, 0, N + 2 * SEC, BEACON_DROP_REPLAYED_TS, 0,
+             "a replay after the unlisting");
+    announce(t, "http://a", 502, 0, N + 2 * SEC, BEACON_OK, BEACON_ACT_ADD,
+             "its return");
+    assert_int_equal(t->count, 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1191,6 +1244,11 @@ int main(void)
         cmocka_unit_test_teardown(a_disabled_member_is_adopted_evicted_and_enabled_on_return, free_tables),
         cmocka_unit_test_teardown(adopt_leaves_an_existing_record_alone, free_tables),
         cmocka_unit_test_teardown(adopt_reports_a_full_table, free_tables),
+        cmocka_unit_test_teardown(adopt_keeps_the_mark_it_is_given, free_tables),
+        cmocka_unit_test_teardown(a_deferred_add_retries_when_room_frees,
+                                  free_tables),
+        cmocka_unit_test_teardown(
+            an_unlisted_member_is_added_again_and_keeps_its_mark, free_tables),
         cmocka_unit_test_teardown(next_deadline_is_zero_when_nothing_is_ever_due, free_tables),
         cmocka_unit_test_teardown(next_deadline_releases_a_url_never_added, free_tables),
         cmocka_unit_test_teardown(next_deadline_is_the_earliest_due_event, free_tables),

@@ -1,0 +1,46 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * Reusing the growth slot of a member beacon took out of rotation long
+ * ago for a new url, in place, with no restart (httpd 2.4.59 and later):
+ * every child reads a member's name from shared memory on each request,
+ * so renaming the slot moves it; what makes that safe is waiting until no
+ * child can still hold a connection or a cached address of the old name.
+ * See docs/operations.md for what an operator sees.
+ */
+#ifndef MOD_PROXY_BEACON_RECYCLE_H
+#define MOD_PROXY_BEACON_RECYCLE_H
+
+#include "mod_proxy_beacon_target.h"
+
+/* Whether this httpd expires cached backend addresses (2.4.59+), which
+ * renaming relies on. */
+int beacon_recycle_supported(void);
+
+/* At add time, before the worker is shared: an address TTL, bounded
+ * connect and acquire waits, and idle connections that expire, so that
+ * the slot can be renamed one day. */
+void beacon_recycle_prepare(proxy_worker *w);
+
+/*
+ * Under the balancer's locks: renames the best recyclable slot to url
+ * (the write-ahead entry first) and returns its worker, still disabled;
+ * NULL when none is eligible now, with info->ready_at set when one may be
+ * later. info->recycled names the url that had the slot.
+ */
+proxy_worker *beacon_recycle_take(beacon_target *t, const char *url,
+                                  apr_pool_t *p, beacon_add_info *info);
+
+/* Under the balancer's locks: finishes the renames an owner that died
+ * left half done (registry entries still RECYCLING). */
+void beacon_recycle_finish(beacon_target *t, apr_pool_t *p);
+
+/* In post_config (no child yet): finishes entry e's rename in slot shm,
+ * or just the entry when shm is NULL. */
+void beacon_recycle_finish_entry(beacon_target *t, beacon_entry *e,
+                                 proxy_worker_shared *shm, apr_pool_t *p);
+
+/* How many slots could be recycled now. */
+int beacon_recycle_count(beacon_target *t, apr_time_t now);
+
+#endif /* MOD_PROXY_BEACON_RECYCLE_H */
