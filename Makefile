@@ -169,7 +169,8 @@ lint: deps
 # the normal build's business. The tests get tools/asan-apache2 as APACHE2:
 # the runtimes are preloaded into httpd only. Reports are files in
 # $(SAN_REPORTS) (asan.<pid>, ubsan.<pid>); any file there fails the target,
-# after the tests, whether they passed or not. PYTEST_ARGS narrows the run,
+# after the tests, whether they passed or not. The recycling and soak tests
+# run shorter there (20 renames, 60 s). PYTEST_ARGS narrows the run,
 # e.g. PYTEST_ARGS="-k receiver". `make clean` removes it all with build-asan/.
 ASAN_MOD    = $(ASAN_BUILD)/mod
 ASAN_SO     = $(ASAN_MOD)/out/.libs/mod_proxy_beacon.so
@@ -194,6 +195,7 @@ check-asan-module: deps
 	BEACON_MODULE=$(abspath $(ASAN_SO)) \
 	BEACON_SAN_LOG_DIR=$(abspath $(SAN_REPORTS)) \
 	BEACON_SAN_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	BEACON_RECYCLE_CYCLES=20 BEACON_SOAK_SECONDS=60 \
 		$(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS) || rc=$$?; \
 	if [ -n "$$(ls -A $(SAN_REPORTS))" ]; then \
 		for f in $(SAN_REPORTS)/*; do echo "==== $$f"; cat "$$f"; done; \

@@ -11,14 +11,18 @@ Rules, as in the tests: traffic only to 127.0.0.1; every wait is a bounded
 poll; only processes started here are signalled, by pid.
 """
 
+import http.client
+import json
 import math
 import os
 import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -32,7 +36,7 @@ import beacon_wire as bw  # noqa: E402
 from beacon_env import SECRET, receiver_config  # noqa: E402
 # re-exported for run_bench.py
 from httpd import (ChildProcess, Httpd, error_lines, free_port,  # noqa: E402,F401
-                   set_subreaper, wait_for)
+                   pid_gone, set_subreaper, wait_for)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 FILE_SIZE = 100            # bytes of the static file every backend serves
@@ -71,12 +75,26 @@ def body_name(body):
     return body.split(b" ", 1)[0].decode("latin-1")
 
 
+# A small event MPM for backends started by the dozen (one process, 32
+# threads): the churn section's rolling replacement runs one per member.
+SMALL_MPM = ("StartServers 1\nServerLimit 1\nThreadsPerChild 32\nMaxRequestWorkers 32\n"
+             "MinSpareThreads 1\nMaxSpareThreads 32")
+# A roomier one for a backend behind many members: with the defaults (3
+# children of 25 threads) a child whose threads are all busy closes its
+# idle keep-alive connections, and a proxy that just sent a request on one
+# logs AH01102 (seen with static members, no module, under wrk -c32).
+BIG_MPM = ("StartServers 2\nServerLimit 4\nThreadsPerChild 64\nMaxRequestWorkers 256\n"
+           "MinSpareThreads 64\nMaxSpareThreads 256\nAsyncRequestWorkerFactor 4")
+
+
 class Site(Httpd):
     """A static backend: one apache2 (event MPM), one vhost per port, each
-    serving /f, a 100-byte file naming the vhost. No access log."""
+    serving /f, a 100-byte file naming the vhost. No access log. mpm: MPM
+    directives instead of the defaults (SMALL_MPM, BIG_MPM)."""
 
-    def __init__(self, workdir, names):
+    def __init__(self, workdir, names, mpm=""):
         self.names = list(names)
+        self.mpm_config = mpm
         self.ports = [free_port() for _ in self.names]
         super().__init__(workdir=workdir, port=self.ports[0], module=None)
         for name in self.names:
@@ -98,7 +116,7 @@ class Site(Httpd):
             f"DocumentRoot {d}/htdocs", "ServerName 127.0.0.1", user.rstrip("\n"),
             "LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so",
             "LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so",
-            "LogLevel warn", KEEPALIVE.rstrip("\n"),
+            "LogLevel warn", KEEPALIVE.rstrip("\n"), self.mpm_config,
             f"<Directory {d}/htdocs>\n    Require all granted\n</Directory>",
         ]
         for name, port in zip(self.names, self.ports):
@@ -107,23 +125,85 @@ class Site(Httpd):
                       f"    DocumentRoot {d}/htdocs/{name}\n</VirtualHost>"]
         return "\n".join(l for l in lines if l) + "\n"
 
+    def begin_graceful_stop(self):
+        """`apache2 -k graceful-stop` by signal (SIGWINCH to our own parent
+        pid): the listeners close at once, requests in flight finish. Returns
+        at once: the pids that are to exit (finish_stop waits for them)."""
+        if not self.running():
+            return []
+        pids = [self.pid] + self.child_pids()
+        os.kill(self.pid, signal.SIGWINCH)
+        return pids
+
+    def listening(self):
+        """True while the first port accepts connections."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.ports[0]), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def finish_stop(self, pids, timeout=10):
+        """Waits until pids (begin_graceful_stop's) are gone; after timeout,
+        stop() (TERM, then KILL) and an AssertionError."""
+        try:
+            wait_for(lambda: all(pid_gone(p) for p in pids), timeout,
+                     f"apache2 pids {pids} to exit after SIGWINCH", interval=0.01)
+        except AssertionError:
+            self.stop(timeout)
+            raise
+        self.pid = None
+
+
+STATUS_PAGE = """<Location /beacon-status>
+    SetHandler beacon-status
+    Require ip 127.0.0.1
+</Location>
+"""
+
 
 class Proxy(Httpd):
     """A private apache2 reverse proxy: balancer://cluster on /, keep-alive
     for clients, no access log. receiver=(udp_port, timeout) loads the
-    beacon receiver (module must then be the .so's path)."""
+    beacon receiver (module must then be the .so's path); receiver_extra:
+    more receiver directives (ProxyBeaconMaxSkew, ...). status_page=True adds
+    /beacon-status (the module's handler; beacon_status() reads its ?json)."""
 
     def __init__(self, workdir, module=None, members=(), growth=4, receiver=None,
-                 loglevel=None, extra=""):
+                 loglevel=None, extra="", receiver_extra="", status_page=False):
         tail = ""
         if receiver:
-            tail = receiver_config(receiver[0], timeout=receiver[1])
+            tail = receiver_config(receiver[0], timeout=receiver[1], extra=receiver_extra)
+        if status_page:
+            tail = STATUS_PAGE + tail
         if loglevel is None:
             loglevel = "warn proxy_beacon:info" if module else "warn"
         super().__init__(workdir=workdir, module=module, growth=growth,
                          members=members, loglevel=loglevel,
                          extra_config=KEEPALIVE + extra, tail_config=tail)
+        if status_page:
+            self.proxypass_config = ("ProxyPass /balancer-manager !\n"
+                                     "ProxyPass /beacon-status !\n"
+                                     "ProxyPass / balancer://cluster/\n")
         self.udp_port = receiver[0] if receiver else None
+        self.status_retries = 0
+
+    def beacon_status(self):
+        """The first receiver of /beacon-status?json (needs status_page).
+        A connection closed without an answer is tried again, twice, and
+        counted in status_retries (a child that exited under the request)."""
+        for attempt in range(3):
+            try:
+                status, body = self.get("/beacon-status?json")
+                break
+            except (OSError, http.client.HTTPException):
+                if attempt == 2:
+                    raise
+                self.status_retries += 1
+                time.sleep(0.05)
+        if status != 200:
+            raise RuntimeError(f"/beacon-status?json answered {status}: {body[:200]}")
+        return json.loads(body)["receivers"][0]
 
     def log_config(self):
         return f"LogLevel {self.loglevel}\n"
@@ -196,6 +276,10 @@ class Sender:
 
     def announce(self, url):
         self.send(self.datagram(url))
+
+    def leave(self, url):
+        """A backend's last word when it stops: state=leaving."""
+        self.send(self.datagram(url, state="leaving"))
 
     def close(self):
         self.sock.close()
@@ -274,19 +358,24 @@ class Poller:
             self.close()
         return status, body
 
+    def get_strict(self):
+        """(status, body) with no retry: a connection closed or reset under
+        a request raises (and the next call connects anew)."""
+        try:
+            if self.sock is None:
+                self._connect()
+            self.sock.sendall(self.REQUEST)
+            return self._read()
+        except (OSError, ConnectionError):
+            self.close()
+            raise
+
     def get(self):
         """(status, body); reconnects once if the connection was closed."""
-        for attempt in (0, 1):
-            try:
-                if self.sock is None:
-                    self._connect()
-                self.sock.sendall(self.REQUEST)
-                return self._read()
-            except (OSError, ConnectionError):
-                self.close()
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+        try:
+            return self.get_strict()
+        except (OSError, ConnectionError):
+            return self.get_strict()
 
 
 # ---- HAProxy ---------------------------------------------------------------------
@@ -405,6 +494,8 @@ def run_wrk(port, seconds, threads=2, connections=32, path=FILE_PATH, headers=()
     res["non2xx"] = int(m.group(1)) if m else 0
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     res["socket_errors"] = sum(int(x) for x in m.groups()) if m else 0
+    res["socket_error_kinds"] = (dict(zip(("connect", "read", "write", "timeout"),
+                                          (int(x) for x in m.groups()))) if m else {})
     return res
 
 

@@ -16,6 +16,9 @@ Sections (all by default, --only picks some):
   footprint    memory of the proxy with 100 members, with and without the
                module; receiver CPU per 1,000 announcements
   library      bench_datagram: ns per valid / forged datagram, SipHash
+  churn        join into a recycled growth slot vs a free one; wrk through 50
+               members with and without 10 membership changes/s; a rolling
+               replacement of 10 members under load, failed requests counted
 
 Benchmarks report, they never fail: a missed goal is marked MISSED in the
 table and the exit status is still 0. A section that cannot run (wrk or
@@ -25,11 +28,12 @@ bench/results/latest.txt (raw figures: latest.json), each written to a
 temporary file first so a crashed run keeps the last result.
 
 Everything runs on 127.0.0.1, every wait is a bounded poll, and only the
-processes started here are stopped, by pid. --quick (about a minute) is a
-smoke run: too short for figures worth quoting.
+processes started here are stopped, by pid. --quick (about a minute and a
+half) is a smoke run: too short for figures worth quoting.
 """
 
 import argparse
+import collections
 import contextlib
 import datetime
 import json
@@ -39,6 +43,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -46,7 +51,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # no __pycache__ in bench/ or tests/
 import benchlib as bl  # noqa: E402
 
-SECTIONS = ("library", "request", "control", "convergence", "footprint")
+SECTIONS = ("library", "request", "control", "convergence", "footprint", "churn")
 
 
 class Skip(Exception):
@@ -748,14 +753,597 @@ def bench_footprint(ctx):
     return lines
 
 
+# ---- 6. churn ----------------------------------------------------------------------
+
+# Receiver settings of the churn section. Hundreds of urls pass through a
+# proxy here, and the member table tracks 256 at once: the record of a
+# silent url frees up after 2 x ProxyBeaconMaxSkew, 2 s with these; left
+# members are forgotten (their slots the first reused) after 4 s.
+CHURN_RECEIVER = "ProxyBeaconMaxSkew 1\nProxyBeaconForget 4\n"
+CHURN_TIMEOUT = "3"  # ProxyBeaconTimeout; live members announce every second
+RECYCLED_RE = re.compile(r"BCN00038: recycled slot of (\S+) for (\S+) in balancer://")
+ADDED_TIME_RE = r"^\[([^\]]+)\] .*BCN00030: added backend (\S+) "
+RECYCLED_TIME_RE = r"^\[([^\]]+)\] .*BCN00038: recycled slot of \S+ for (\S+) "
+
+
+def churn_proxy(ctx, name, growth, members=()):
+    """A proxy for the churn section: the receiver above, /beacon-status."""
+    udp = bl.free_port()
+    return ctx.track(bl.Proxy(ctx.dir / name, module=ctx.module, growth=growth,
+                              members=members, receiver=(udp, CHURN_TIMEOUT),
+                              receiver_extra=CHURN_RECEIVER,
+                              status_page=True)).start_receiver()
+
+
+def log_times(proxy, regex):
+    """{url: epoch seconds} from the microsecond time stamps of the lines
+    regex matches (group 1 the time stamp, group 2 the url; first wins)."""
+    out = {}
+    for m in re.finditer(regex, proxy.error_log(), re.M):
+        if m.group(2) in out:
+            continue
+        try:
+            t = datetime.datetime.strptime(m.group(1), "%a %b %d %H:%M:%S.%f %Y")
+        except ValueError:
+            continue
+        out[m.group(2)] = t.timestamp()
+    return out
+
+
+def status_note(ctx, proxy, label):
+    if proxy.status_retries:
+        ctx.notes.append(f"{label}: /beacon-status?json closed without an answer "
+                         f"{proxy.status_retries} time(s) (tried again)")
+
+
+def events_delta(a, b):
+    return {k: b["events"].get(k, 0) - a["events"].get(k, 0) for k in b["events"]}
+
+
+def ms_stats(xs):
+    """'p50 X, p99 Y (min-max)' in ms of seconds xs."""
+    if not xs:
+        return "no data"
+    return (f"p50 {1e3 * bl.pct(xs, 50):.2f}, p99 {1e3 * bl.pct(xs, 99):.2f} "
+            f"({rng(xs, '.2f', 1e3)})")
+
+
+def churn_join(ctx, site):
+    """Datagram -> first response from the new backend, joining a free
+    growth slot (proxy F) or a recycled one (proxy R, its growth used up by
+    members that served and left long enough ago that their slots are
+    recyclable before the trial starts). Trials alternate F / R."""
+    trials = 5 if ctx.quick else 20
+    idx = iter(range(1, len(site.ports)))
+    base = site.member_url(0)
+    pf = churn_proxy(ctx, "churn-free", trials + 4, [base])
+    pr = churn_proxy(ctx, "churn-recycled", trials, [base])
+    senders = {"free": bl.Sender(pf.udp_port), "recycled": bl.Sender(pr.udp_port)}
+    pollers = {"free": bl.Poller(pf.port), "recycled": bl.Poller(pr.port)}
+    proxies = {"free": pf, "recycled": pr}
+    res = {"free": [], "recycled": [], "free_polls": [], "recycled_polls": [],
+           "failures": [], "recyclable_wait": []}
+    sent_at = {"free": {}, "recycled": {}}
+    try:
+        # R: growth used up by members that served, then left
+        fill = [next(idx) for _ in range(trials)]
+        fill_urls = [site.member_url(i) for i in fill]
+        for u in fill_urls:
+            senders["recycled"].announce(u)
+        wait_members(pr, fill_urls)
+        if not serves_all(pr.port, [site.names[i] for i in fill] + [site.names[0]],
+                          tries=100 * trials):
+            res["failures"].append("not every fill member of R served before leaving")
+        t_left = time.monotonic()
+        for u in fill_urls:
+            senders["recycled"].leave(u)
+
+        def recyclable(n):
+            g = pr.beacon_status()["growth"]
+            return g if g["recyclable"] >= n else None
+        log(f"churn: waiting until R's {trials} slots are recyclable")
+        g = bl.wait_for(lambda: recyclable(trials), 30,
+                        f"{trials} recyclable slots in R", interval=0.1)
+        res["cooled_s"] = time.monotonic() - t_left
+        res["growth_before"] = g
+        for i in range(trials):
+            for kind in (("free", "recycled") if i % 2 == 0 else ("recycled", "free")):
+                if kind == "recycled":
+                    t = time.monotonic()
+                    bl.wait_for(lambda: recyclable(1), 20, "a recyclable slot in R",
+                                interval=0.05)
+                    res["recyclable_wait"].append(time.monotonic() - t)
+                k = next(idx)
+                url, name = site.member_url(k), site.names[k]
+                dg = senders[kind].datagram(url)
+                t0, wall = time.monotonic(), time.time()
+                senders[kind].send(dg)
+                join, polls = poll_until(pollers[kind], name, t0)
+                senders[kind].leave(url)
+                sent_at[kind][url] = wall
+                if join is None:
+                    res["failures"].append(f"{kind} join of {url} not seen in 5 s")
+                    continue
+                res[kind].append(join)
+                res[f"{kind}_polls"].append(polls)
+            log(f"churn: join trial {i + 1}/{trials}")
+        res["growth_after"] = pr.beacon_status()["growth"]
+    finally:
+        for x in list(pollers.values()) + list(senders.values()):
+            x.close()
+    added = log_times(pf, ADDED_TIME_RE)
+    recycled = log_times(pr, RECYCLED_TIME_RE)
+    res["logged"] = {"free": [added[u] - w for u, w in sent_at["free"].items() if u in added],
+                     "recycled": [recycled[u] - w for u, w in sent_at["recycled"].items()
+                                  if u in recycled]}
+    res["recycled_joins"] = sum(1 for u in sent_at["recycled"] if u in recycled)
+    res["added_in_r"] = pr.count_log(r"BCN00030: added backend")
+    for label, p in proxies.items():
+        ctx.check_log(p, f"churn/join {label} proxy")
+        status_note(ctx, p, f"churn/join {label} proxy")
+        bl.stop_quietly(p)
+    ctx.raw.setdefault("churn", {})["join"] = res
+
+    f, r = res["free"], res["recycled"]
+    lines = [f"   a) join: datagram -> first response from the new backend, {trials} trials "
+             "each, alternating; one keep-alive",
+             "      client polling GET /f; a static member serves meanwhile; each new member "
+             "says state=leaving once seen",
+             f"      recycled: growth={trials}, used up by {trials} members that served and left;"
+             f" all recyclable {fmt(res.get('cooled_s'), '.1f')} s after leaving",
+             f"      {'':30}{'n':>4}{'p50':>9}{'p99':>9}   (min-max), ms",
+             ]
+    for kind, title in (("free", "into a free slot"), ("recycled", "into a recycled slot")):
+        xs, lg = res[kind], res["logged"][kind]
+        if xs:
+            lines.append(f"      {title:30}{len(xs):>4}{1e3 * bl.pct(xs, 50):>9.2f}"
+                         f"{1e3 * bl.pct(xs, 99):>9.2f}   ({rng(xs, '.2f', 1e3)})"
+                         f"  polls {fmt(bl.median(res[kind + '_polls']), '.0f')}")
+        else:
+            lines.append(f"      {title:30} no data")
+        what = "added" if kind == "free" else "recycled"
+        lines.append(f"      {'  datagram -> ' + what + ' (log time)':30}{len(lg):>4}"
+                     + (f"{1e3 * bl.pct(lg, 50):>9.2f}{1e3 * bl.pct(lg, 99):>9.2f}"
+                        f"   ({rng(lg, '.2f', 1e3)})" if lg else "  -"))
+    lines.append(f"      recycled trials that took a recycled slot (BCN00038): "
+                 f"{res['recycled_joins']}/{len(sent_at['recycled'])}; plain adds in R: "
+                 f"{res['added_in_r'] - trials}; R growth after: {res.get('growth_after')}")
+    if res["failures"]:
+        lines.append(f"      failures: {len(res['failures'])}, e.g. {res['failures'][0]}")
+    if f and r:
+        pf50, pr50 = bl.pct(f, 50), bl.pct(r, 50)
+        ctx.goal("churn", "join into a recycled slot p50 <= 2 x into a free slot p50",
+                 pr50 <= 2 * pf50 and res["recycled_joins"] == len(sent_at["recycled"]),
+                 f"{1e3 * pr50:.2f} ms vs {1e3 * pf50:.2f} ms (ratio {pr50 / pf50:.2f}; p99 "
+                 f"{1e3 * bl.pct(r, 99):.2f} vs {1e3 * bl.pct(f, 99):.2f} ms; "
+                 f"{res['recycled_joins']}/{len(sent_at['recycled'])} were recycles)")
+    else:
+        ctx.goal("churn", "join into a recycled slot p50 <= 2 x into a free slot p50", None,
+                 "not measured")
+    return lines
+
+
+class Churner:
+    """Membership changes at rate per second while resumed, in pairs: a
+    join (a url on a port of the shared backend that no slot is named after:
+    never used, or its slot was recycled for another url) announced at once
+    and then every second with the others, and half a period later a leave
+    (the longest-serving member says state=leaving and goes silent)."""
+
+    def __init__(self, proxy, sender, site, hb, pool, rate):
+        self.proxy, self.sender, self.site, self.hb = proxy, sender, site, hb
+        self.pool = pool                      # deque of port indexes free to join
+        self.index = {site.member_url(i): i for i in range(len(site.ports))}
+        self.period = 2.0 / rate              # one join and one leave per period
+        self.active = list(hb.urls)           # oldest first
+        self.joins = self.leaves = self.skipped = self.reclaimed = 0
+        self.log_pos = self._log_size()
+        self.resumed = threading.Event()
+        self.stopped = threading.Event()
+        self.paused = threading.Event()
+        self.paused.set()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _log_size(self):
+        try:
+            return self.proxy.error_log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def reclaim(self):
+        """Urls whose slot went to another url may join again as new ones."""
+        try:
+            with open(self.proxy.error_log_path, "rb") as f:
+                f.seek(self.log_pos)
+                data = f.read()
+        except OSError:
+            return
+        end = data.rfind(b"\n") + 1
+        self.log_pos += end
+        for m in RECYCLED_RE.finditer(data[:end].decode("latin-1")):
+            old = m.group(1)
+            if old in self.index and old not in self.active:
+                self.pool.append(self.index[old])
+                self.reclaimed += 1
+
+    def _join(self):
+        if not self.pool:
+            self.reclaim()
+        if not self.pool:
+            self.skipped += 1
+            return
+        url = self.site.member_url(self.pool.popleft())
+        with self.hb.lock:
+            self.hb.urls.append(url)
+        self.sender.announce(url)
+        self.active.append(url)
+        self.joins += 1
+
+    def _leave(self):
+        url = self.active.pop(0)
+        with self.hb.lock:
+            self.hb.urls.remove(url)
+        self.sender.leave(url)
+        self.leaves += 1
+
+    def _run(self):
+        while not self.stopped.is_set():
+            if not self.resumed.is_set():
+                self.paused.set()
+                self.resumed.wait(0.1)
+                continue
+            self.paused.clear()
+            t = time.monotonic()
+            self._join()
+            self.stopped.wait(max(0.0, t + self.period / 2 - time.monotonic()))
+            self._leave()
+            self.reclaim()
+            self.stopped.wait(max(0.0, t + self.period - time.monotonic()))
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def resume(self):
+        self.resumed.set()
+
+    def pause(self):
+        """Returns once the current pair is done."""
+        self.resumed.clear()
+        self.paused.wait(5)
+
+    def stop(self):
+        self.resumed.clear()
+        self.stopped.set()
+        self.thread.join(5)
+
+    def counts(self):
+        return {"joins": self.joins, "leaves": self.leaves, "skipped": self.skipped,
+                "t": time.monotonic()}
+
+
+def churn_throughput(ctx, site):
+    """wrk through 50 members, rounds without churn and with 10 membership
+    changes per second, alternating."""
+    why = missing_tool("wrk")
+    if why:
+        ctx.goal("churn", "req/s with 10 changes/s >= 0.95 x without", None, "wrk missing")
+        return [f"   b) throughput: not run: wrk missing ({why})"]
+    members, growth, rate = 50, 90, 10
+    rounds, secs = (1, 3) if ctx.quick else (4, 10)
+    threads, conns = 2, 32
+    p = churn_proxy(ctx, "churn-wrk", growth)
+    sender = bl.Sender(p.udp_port)
+    pool = collections.deque(range(len(site.ports)))
+    urls = [site.member_url(pool.popleft()) for _ in range(members)]
+    for u in urls:
+        sender.announce(u)
+    hb = bl.Heartbeat(sender, urls, 1.0).start()
+    churn = Churner(p, sender, site, hb, pool, rate).start()
+    runs = {"still": [], "churn": []}
+    warm = {}
+    try:
+        wait_members(p, urls, 30)
+        # warm-up, churning until the free slots are gone and slots are recycled
+        log("churn: warm-up, churning until slots are recycled")
+        churn.resume()
+        t0, s0 = time.monotonic(), p.beacon_status()
+        while time.monotonic() - t0 < 40:
+            bl.run_wrk(p.port, 2, threads, conns)
+            st = p.beacon_status()
+            if st["events"].get("recycled", 0) >= 3:
+                break
+        churn.pause()
+        warm = {"seconds": time.monotonic() - t0, "events": events_delta(s0, st),
+                "growth": st["growth"]}
+        for r in range(rounds):
+            order = ["still", "churn"] if r % 2 == 0 else ["churn", "still"]
+            for label in order:
+                log(f"churn: throughput round {r + 1}/{rounds} {label}")
+                a, ca = p.beacon_status(), churn.counts()
+                if label == "churn":
+                    churn.resume()
+                res = bl.run_wrk(p.port, secs, threads, conns)
+                if label == "churn":
+                    churn.pause()
+                b, cb = p.beacon_status(), churn.counts()
+                res.pop("raw")
+                res["events"] = events_delta(a, b)
+                res["changes"] = (cb["joins"] - ca["joins"]) + (cb["leaves"] - ca["leaves"])
+                res["changes_per_s"] = res["changes"] / (cb["t"] - ca["t"])
+                res["skipped"] = cb["skipped"] - ca["skipped"]
+                res["growth_after"] = b["growth"]
+                res["active_after"] = sum(1 for m in b["members"] if m["state"] == "active")
+                runs[label].append(res)
+    finally:
+        churn.stop()
+        hb.stop()
+        sender.close()
+    waits = p.count_log(r"BCN00039: backend \S+ waits")
+    nslot = p.count_log(r"BCN00037: cannot add backend")
+    ctx.check_log(p, "churn/throughput proxy")
+    status_note(ctx, p, "churn/throughput proxy")
+    bl.stop_quietly(p)
+    ctx.raw.setdefault("churn", {})["throughput"] = {"warm": warm, "runs": runs,
+                                                     "reclaimed": churn.reclaimed}
+
+    def col(label, key):
+        return [x[key] for x in runs[label] if x[key] is not None]
+    med = {k: bl.median(col(k, "rps")) for k in runs}
+    ev = {k: {e: sum(x["events"].get(e, 0) for x in runs[k])
+              for e in ("added", "recycled", "leaving", "reenabled", "evicted")} for k in runs}
+    lines = [f"   b) throughput: {members} members (one apache2, a port each, 100-byte file), "
+             f"growth={growth}; wrk -t{threads} -c{conns} -d{secs}s,",
+             f"      {rounds} round(s) each, alternating; churn: {rate} changes/s, a new url "
+             "joining and the oldest member leaving (state=leaving) in turn;",
+             f"      warm-up: {warm.get('seconds', 0):.0f} s of churn until slots were recycled "
+             f"({warm.get('events', {}).get('recycled', 0)} recycled)",
+             f"      {'':22}{'req/s median (range)':>24}{'p99 ms median (range)':>26}"
+             f"{'non-2xx':>9}{'sock err':>9}{'changes/s':>10}"]
+    for label, title in (("still", "no churn"), ("churn", f"{rate} changes/s")):
+        xs = runs[label]
+        lines.append(f"      {title:22}{fmt(med[label], '.0f'):>8} "
+                     f"({rng(col(label, 'rps'), '.0f')})".ljust(52)
+                     + f"{fmt(bl.median(col(label, 'p99')), '.2f'):>8} "
+                     f"({rng(col(label, 'p99'), '.2f')})".ljust(24)
+                     + f"{sum(x['non2xx'] for x in xs):>9}{sum(x['socket_errors'] for x in xs):>9}"
+                     f"{fmt(bl.median(col(label, 'changes_per_s')), '.1f'):>10}")
+    c = ev["churn"]
+    lines.append(f"      during churn rounds: {c['added']} joined ({c['recycled']} into recycled "
+                 f"slots), {c['leaving']} left; joins that waited for a slot (logged, 1 per 10 s "
+                 f"at most): {waits}; no slot: {nslot}; skipped (no url free): "
+                 f"{sum(x['skipped'] for x in runs['churn'])}")
+    for label, title in (("still", "no churn"), ("churn", "churn")):
+        kinds = collections.Counter()
+        for x in runs[label]:
+            kinds.update(x.get("socket_error_kinds", {}))
+        if sum(kinds.values()):
+            lines.append(f"      wrk socket errors, {title}: "
+                         + ", ".join(f"{k} {v}" for k, v in kinds.items() if v))
+    act = [x["active_after"] for x in runs["churn"] + runs["still"]]
+    lines.append(f"      active members after each round: {rng(act, '.0f')}; growth after the "
+                 f"last: {(runs['churn'] or runs['still'])[-1]['growth_after'] if act else '-'}")
+    if med["still"] and med["churn"]:
+        ratio = med["churn"] / med["still"]
+        paired = [c_["rps"] / s_["rps"] for s_, c_ in zip(runs["still"], runs["churn"])]
+        lines.append(f"      {'churn/no churn':22}{ratio:>8.3f} (per round {rng(paired, '.3f')})")
+        errs = {k: sum(x["non2xx"] + x["socket_errors"] for x in runs[k]) for k in runs}
+        ctx.goal("churn", f"req/s with {rate} changes/s >= 0.95 x without", ratio >= 0.95,
+                 f"{ratio:.3f} ({med['churn']:.0f} vs {med['still']:.0f} req/s, rounds "
+                 f"{rng(paired, '.3f')}; errors {errs['churn']} vs {errs['still']}; "
+                 f"{c['recycled']} recycles)")
+    return lines
+
+
+class LoadClient:
+    """Keep-alive GET /f in a loop from a few threads, no retry: every
+    non-200 and every connection error counts. Records which backend
+    answered, and when (the body names it)."""
+
+    def __init__(self, port, threads=2):
+        self.port = port
+        self.lock = threading.Lock()
+        self.statuses = collections.Counter()
+        self.errors = collections.Counter()
+        self.first = {}   # backend name -> first answer (monotonic)
+        self.last = {}    # backend name -> last answer
+        self.after_leave = collections.Counter()
+        self.left = {}    # backend name -> when it said leaving
+        self.stopped = threading.Event()
+        self.threads = [threading.Thread(target=self._run, daemon=True)
+                        for _ in range(threads)]
+
+    def _run(self):
+        p = bl.Poller(self.port)
+        try:
+            while not self.stopped.is_set():
+                try:
+                    status, body = p.get_strict()
+                except (OSError, ConnectionError) as e:
+                    with self.lock:
+                        self.errors[type(e).__name__] += 1
+                    time.sleep(0.001)
+                    continue
+                now = time.monotonic()
+                name = bl.body_name(body) if status == 200 else None
+                with self.lock:
+                    self.statuses[status] += 1
+                    if name:
+                        self.first.setdefault(name, now)
+                        self.last[name] = now
+                        left = self.left.get(name)
+                        if left is not None and now > left + 0.05:
+                            self.after_leave[name] += 1
+        finally:
+            p.close()
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def stop(self):
+        self.stopped.set()
+        for t in self.threads:
+            t.join(10)
+
+    def seen_since(self, name, t):
+        with self.lock:
+            last = self.last.get(name)
+        return last is not None and last >= t
+
+    def failed(self):
+        with self.lock:
+            return (sum(n for s, n in self.statuses.items() if s != 200)
+                    + sum(self.errors.values()))
+
+
+def churn_rolling(ctx):
+    """Every member of a 10-member balancer replaced one by one under load:
+    the new url joins and serves, then the old backend says state=leaving
+    and stops gracefully, as the module's sender does."""
+    n = 10
+    passes = 1 if ctx.quick else 2
+    growth = n + 5
+    sites = [ctx.track(bl.Site(ctx.dir / f"roll-b{i}", [f"r{i}"], mpm=bl.SMALL_MPM)).start()
+             for i in range(n * (passes + 1))]
+    p = churn_proxy(ctx, "churn-rolling", growth)
+    sender = bl.Sender(p.udp_port)
+    live = sites[:n]
+    hb = bl.Heartbeat(sender, [s.member_url(0) for s in live], 1.0).start()
+    client = None
+    res = {"join": [], "closed": [], "exited": [], "failures": []}
+    stopping = []  # (site, pids) told to stop gracefully
+    try:
+        wait_members(p, [s.member_url(0) for s in live])
+        client = LoadClient(p.port, threads=2).start()
+        t = time.monotonic()
+        bl.wait_for(lambda: all(client.seen_since(s.names[0], t) for s in live), 20,
+                    "every first member to serve", interval=0.05)
+        s0 = p.beacon_status()
+        t_start = time.monotonic()
+        for step, new in enumerate(sites[n:]):
+            url = new.member_url(0)
+            with hb.lock:
+                hb.urls.append(url)
+            t0 = time.monotonic()
+            sender.announce(url)
+            try:
+                bl.wait_for(lambda: client.seen_since(new.names[0], t0), 30,
+                            f"{url} to serve", interval=0.002)
+                res["join"].append(time.monotonic() - t0)
+            except AssertionError:
+                res["failures"].append(f"step {step + 1}: {url} did not serve within 30 s")
+            old = live.pop(0)
+            with hb.lock:
+                hb.urls.remove(old.member_url(0))
+            with client.lock:
+                client.left[old.names[0]] = time.monotonic()
+            sender.leave(old.member_url(0))
+            t1 = time.monotonic()
+            stopping.append((old, old.begin_graceful_stop()))
+            try:
+                bl.wait_for(lambda: not old.listening(), 5, f"{old.url} to close its port",
+                            interval=0.002)
+                res["closed"].append(time.monotonic() - t1)
+            except AssertionError:
+                res["failures"].append(f"step {step + 1}: {old.url} still listening 5 s "
+                                       "after SIGWINCH")
+            live.append(new)
+            log(f"churn: rolling step {step + 1}/{len(sites) - n}")
+        res["seconds"] = time.monotonic() - t_start
+        t = time.monotonic()
+        bl.wait_for(lambda: all(client.seen_since(s.names[0], t) for s in live), 10,
+                    "every last member to serve", interval=0.05)
+        time.sleep(0.5)
+        s1 = p.beacon_status()
+    finally:
+        if client:
+            client.stop()
+        hb.stop()
+        sender.close()
+        t = time.monotonic()
+        for old, pids in stopping:
+            try:
+                old.finish_stop(pids, timeout=max(1.0, t + 15 - time.monotonic()))
+            except AssertionError as e:
+                res["failures"].append(str(e))
+        res["exited_s"] = time.monotonic() - t
+    ev = events_delta(s0, s1)
+    served = sum(client.statuses.values())
+    non200 = {s: c for s, c in client.statuses.items() if s != 200}
+    failed = client.failed()
+    late = sum(client.after_leave.values())
+    ctx.check_log(p, "churn/rolling proxy")
+    status_note(ctx, p, "churn/rolling proxy")
+    bl.stop_quietly(p)
+    for s in sites:
+        bl.stop_quietly(s)
+    res.update({"statuses": dict(client.statuses), "errors": dict(client.errors),
+                "events": ev, "after_leave": dict(client.after_leave)})
+    ctx.raw.setdefault("churn", {})["rolling"] = res
+    replaced = len(sites) - n
+    lines = [f"   c) rolling replacement: {n} members, each its own apache2 (one child); "
+             f"growth={growth}; {replaced} replacements ({passes} pass(es)),",
+             "      each: the new url announces -> it serves; then the old one says "
+             "state=leaving and stops gracefully (SIGWINCH);",
+             "      client: 2 threads, keep-alive GET /f in a loop, no retry",
+             f"      {replaced} replaced in {res['seconds']:.1f} s ({ev.get('added', 0)} joined, "
+             f"{ev.get('recycled', 0)} into recycled slots, {ev.get('leaving', 0)} left); "
+             f"{served + sum(client.errors.values())} requests, {failed} failed "
+             f"(non-2xx {sum(non200.values())}{' ' + str(non200) if non200 else ''}, "
+             f"connection errors {sum(client.errors.values())}"
+             f"{' ' + str(dict(client.errors)) if client.errors else ''})",
+             f"      new url announced -> its first answer: {ms_stats(res['join'])} ms; "
+             f"{sum(1 for x in res['join'] if x > 1)} waited > 1 s for a safe slot",
+             f"      old backend: SIGWINCH -> its port refuses connections: "
+             f"{ms_stats(res['closed'])} ms",
+             f"      answers from a member > 50 ms after its state=leaving: {late}; every old "
+             f"apache2 exited {fmt(res.get('exited_s'), '.1f')} s after the last step"]
+    if res["failures"]:
+        lines.append(f"      failures: {len(res['failures'])}, e.g. {res['failures'][0]}")
+    ctx.goal("churn", f"rolling replacement of {n} members under load: 0 failed requests",
+             failed == 0 and not res["failures"],
+             f"{failed} failed of {served + sum(client.errors.values())}, "
+             f"{replaced} replaced ({ev.get('recycled', 0)} recycled slots)")
+    return lines
+
+
+def bench_churn(ctx):
+    """Three parts, each reported on its own: one that fails says so and
+    the others still run."""
+    # one backend, a port per url; roomier than the MPM's defaults (BIG_MPM)
+    site = ctx.track(bl.Site(ctx.dir / "churn-site", [f"c{i}" for i in range(160)],
+                             mpm=bl.BIG_MPM)).start()
+    lines = []
+    for label, fn, args in (("a) join", churn_join, (ctx, site)),
+                            ("b) throughput", churn_throughput, (ctx, site)),
+                            ("c) rolling replacement", churn_rolling, (ctx,))):
+        try:
+            lines += fn(*args)
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 - report, go on
+            first = (str(e).strip().splitlines() or [""])[0]
+            tb = traceback.format_exc().strip().splitlines()
+            lines += [f"   {label}: ERROR: {type(e).__name__}: {first[:300]}",
+                      f"      at {tb[-3].strip() if len(tb) > 2 else ''}"]
+            ctx.goal("churn", f"{label[3:]}: not measured", None,
+                     f"ERROR: {type(e).__name__}: {first[:120]}")
+            log("".join(traceback.format_exc()))
+    return lines
+
+
 # ---- report ------------------------------------------------------------------------
 
 TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)",
           "request": "1. Request path: throughput and latency through the proxy",
           "control": "2. Control path: datagrams/s the receiver drains and verifies",
           "convergence": "3. Convergence: join and eviction latency",
-          "footprint": "4. Footprint: memory and receiver CPU"}
-ORDER = ("request", "control", "convergence", "footprint", "library")
+          "footprint": "4. Footprint: memory and receiver CPU",
+          "churn": "6. Churn: joins into recycled slots, throughput under churn, "
+                   "rolling replacement"}
+ORDER = ("request", "control", "convergence", "footprint", "library", "churn")
 
 
 def header(ctx, started, load_before, elapsed):
@@ -809,7 +1397,7 @@ def write_atomic(path, text):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smoke run, about a minute")
+    ap.add_argument("--quick", action="store_true", help="smoke run, about a minute and a half")
     ap.add_argument("--only", default=",".join(SECTIONS),
                     help=f"comma-separated subset of {','.join(SECTIONS)}")
     ap.add_argument("--build", default="build", help="the cmake/apxs build tree")
@@ -832,7 +1420,8 @@ def main():
     find_flood(ctx)
     sections = {}
     funcs = {"library": bench_library, "request": bench_request, "control": bench_control,
-             "convergence": bench_convergence, "footprint": bench_footprint}
+             "convergence": bench_convergence, "footprint": bench_footprint,
+             "churn": bench_churn}
     try:
         for key in [k for k in ORDER if k in only]:
             log(f"{key}: start")

@@ -47,6 +47,9 @@ typedef struct {
 /* Whether mod_proxy's functions resolved (it was loaded before us). */
 int beacon_proxy_linked(void);
 
+/* Whether this httpd lets beacon reuse growth slots (2.4.59 and later). */
+int beacon_proxy_can_recycle(void);
+
 /* Config-time check of the receiver's balancer; NULL or an error message. */
 const char *beacon_proxy_check_balancer(apr_pool_t *p, server_rec *s,
                                         const char *name);

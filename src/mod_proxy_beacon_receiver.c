@@ -188,6 +188,12 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
         tail = &r->next;
         receiver_count++;
     }
+    if (receiver_count && !beacon_proxy_can_recycle()) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, main_s, BCNLOGNO(00092)
+                     "this httpd is older than 2.4.59 and keeps backend "
+                     "addresses for ever: growth slots are not recycled, "
+                     "each new url needs a free one");
+    }
     return receiver_count ? register_watchdog(pconf, main_s) : APR_SUCCESS;
 }
 

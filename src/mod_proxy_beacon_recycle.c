@@ -24,45 +24,11 @@
 
 #include <apr_strings.h>
 
-#pragma weak ap_proxy_determine_address
 #pragma weak ap_proxy_define_worker_ex
 
-/* Given to every member beacon adds. Five seconds of address TTL: each
- * child resolves a member's host again at most every 5 s (a DNS name
- * follows its records), and a recycled slot waits about that long. */
-#define ADDRESS_TTL 5 /* seconds, as httpd counts it */
-#define CONNECT_TIMEOUT apr_time_from_sec(3)
-#define ACQUIRE_TIMEOUT apr_time_from_sec(1)
-#define IDLE_TTL apr_time_from_sec(5) /* pooled connections idle longer close */
 #define MARGIN apr_time_from_sec(1)
 /* httpd's Timeout when a worker has none of its own */
 #define HTTPD_TIMEOUT apr_time_from_sec(60)
-
-int beacon_recycle_supported(void)
-{
-    return ap_proxy_determine_address != NULL;
-}
-
-void beacon_recycle_prepare(proxy_worker *w)
-{
-    proxy_worker_shared *s = w->s;
-
-    if (!s->conn_timeout_set) {
-        s->conn_timeout = CONNECT_TIMEOUT;
-        s->conn_timeout_set = 1;
-    }
-    if (!s->acquire_set) {
-        s->acquire = ACQUIRE_TIMEOUT;
-        s->acquire_set = 1;
-    }
-    /* connections to an old address do not pile up in the pools */
-    s->ttl = IDLE_TTL;
-    s->smax = 0;
-    if (beacon_recycle_supported()) {
-        s->address_ttl = ADDRESS_TTL;
-        s->address_ttl_set = 1;
-    }
-}
 
 /* ------------------------------------------------------------------ */
 /* The gates                                                           */
@@ -228,6 +194,7 @@ void beacon_recycle_finish_entry(beacon_target *t, beacon_entry *e,
 {
     proxy_worker *tmpl = template_of(e->next_url, p);
 
+    e->out = 1; /* the new url's first announcement puts it in rotation */
     complete(e, tmpl ? shm : NULL, tmpl);
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, t->s, BCNLOGNO(00087)
                  "finished renaming a slot of %s to %s, left half done by "
@@ -295,7 +262,7 @@ proxy_worker *beacon_recycle_take(beacon_target *t, const char *url,
     beacon_entry *e;
     int drift = 0;
 
-    if (!beacon_recycle_supported() || (tmpl = template_of(url, p)) == NULL ||
+    if (!beacon_target_addresses_expire() || (tmpl = template_of(url, p)) == NULL ||
         (e = best_slot(t, tmpl, apr_time_now(), &info->ready_at, &drift)) == NULL) {
         return NULL;
     }
@@ -324,7 +291,7 @@ int beacon_recycle_count(beacon_target *t, apr_time_t now)
     int n = 0;
     unsigned i;
 
-    if (!beacon_recycle_supported()) {
+    if (!beacon_target_addresses_expire()) {
         return 0;
     }
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {

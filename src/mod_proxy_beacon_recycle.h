@@ -13,15 +13,6 @@
 
 #include "mod_proxy_beacon_target.h"
 
-/* Whether this httpd expires cached backend addresses (2.4.59+), which
- * renaming relies on. */
-int beacon_recycle_supported(void);
-
-/* At add time, before the worker is shared: an address TTL, bounded
- * connect and acquire waits, and idle connections that expire, so that
- * the slot can be renamed one day. */
-void beacon_recycle_prepare(proxy_worker *w);
-
 /*
  * Under the balancer's locks: renames the best recyclable slot to url
  * (the write-ahead entry first) and returns its worker, still disabled;

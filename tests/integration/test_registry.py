@@ -161,3 +161,36 @@ def test_two_virtual_hosts_with_balancers_of_one_name_stay_apart(
     for i in range(2):
         answers = {get_from(ports[i]) for _ in range(6)}
         assert answers == {(200, f"b{i}")}, f"virtual host {i} answered {answers}"
+
+
+URL_MAX = 300  # BEACON_URL_MAX: the registry's url fields
+RECYCLING = 2  # beacon_entry_state: the slot is being renamed
+
+
+@pytest.mark.parametrize("persist", ["Off", "On"])
+def test_a_rename_left_half_done_is_finished(httpd_factory, backend_factory, persist):
+    """The registry is written ahead of a rename: an owner that dies in the
+    middle leaves the entry RECYCLING, with the new url beside the old,
+    and whoever reads it next finishes the rename; the slot stays out of
+    rotation until the new url announces."""
+    h, ann, old = proxy_with_member(httpd_factory, backend_factory,
+                                    extra_config=f"BalancerPersist {persist}")
+    new = backend_factory("new")
+    path = registry_file(h)
+    data = bytearray(path.read_bytes())
+    entry = data.index((0x42434E52).to_bytes(4, "little"))  # the entry's magic
+    data[entry + 8:entry + 12] = RECYCLING.to_bytes(4, "little")
+    url_at = data.index(old.url.encode() + b"\0")
+    next_at = url_at + URL_MAX
+    data[next_at:next_at + len(new.url) + 1] = new.url.encode() + b"\0"
+    path.write_bytes(reseal(bytes(data)))
+    mark = h.log_size()
+    start_receiver(h)
+    h.wait_log(r"BCN00087: finished renaming a slot of balancer://cluster to %s"
+               % re.escape(new.url), since=mark)
+    names = {w["name"]: w for w in h.balancer_members()}
+    assert list(names) == [new.url], names
+    assert "Dis" in names[new.url]["flags"], "a half-renamed slot came back in rotation"
+    ann.announce(new.url)
+    wait_member(h, new.url)
+    assert h.get("/") == (200, "new")

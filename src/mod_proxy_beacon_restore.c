@@ -1,0 +1,302 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * What a restart gives back (see beacon_proxy_restore and
+ * beacon_proxy_keep in mod_proxy_beacon_balancer.h): the owner keeps the
+ * admin's settings of beacon's members in the registry once a second and
+ * marks the long-silent ones forgotten; the parent, before any child of
+ * the new generation exists, puts every member back as it was.
+ */
+
+#include "mod_proxy_beacon_recycle.h"
+#include "mod_proxy_beacon_target.h"
+
+#include <apr_strings.h>
+#include <ap_slotmem.h>
+
+/*
+ * The settings balancer-manager lets an admin type, field by field: one
+ * list, so that taking, comparing and giving back cannot disagree.
+ */
+#define ADMIN_NUMBERS(X) X(lbfactor) X(lbset) X(method) X(interval) X(passes) X(fails)
+#define ADMIN_STRINGS(X) X(route) X(redirect) X(hcuri) X(hcexpr)
+
+static int same_admin(const beacon_admin_settings *x,
+                      const beacon_admin_settings *y)
+{
+#define SAME_NUMBER(f) &&x->f == y->f
+#define SAME_STRING(f) &&strcmp(x->f, y->f) == 0
+    return x->saved == y->saved && x->flags == y->flags
+        ADMIN_NUMBERS(SAME_NUMBER) ADMIN_STRINGS(SAME_STRING);
+#undef SAME_NUMBER
+#undef SAME_STRING
+}
+
+/* Takes the settings balancer-manager can change; whether they changed. */
+static int save_admin(beacon_admin_settings *kept, const proxy_worker_shared *shm)
+{
+    beacon_admin_settings now;
+
+    memset(&now, 0, sizeof(now));
+    now.saved = 1;
+    now.flags = shm->status & BEACON_ADMIN_FLAGS;
+#define TAKE_NUMBER(f) now.f = shm->f;
+    /* a string cut while balancer-manager wrote it stays terminated */
+#define TAKE_STRING(f) apr_cpystrn(now.f, shm->f, sizeof(now.f));
+    ADMIN_NUMBERS(TAKE_NUMBER)
+    ADMIN_STRINGS(TAKE_STRING)
+#undef TAKE_NUMBER
+#undef TAKE_STRING
+    if (same_admin(kept, &now)) {
+        return 0;
+    }
+    *kept = now;
+    return 1;
+}
+
+static void restore_admin(proxy_worker_shared *shm, const beacon_admin_settings *a)
+{
+    if (!a->saved) {
+        return;
+    }
+    shm->status = (shm->status & ~(unsigned int)BEACON_ADMIN_FLAGS) |
+                  (a->flags & BEACON_ADMIN_FLAGS);
+#define GIVE_NUMBER(f) shm->f = a->f;
+#define GIVE_STRING(f) memcpy(shm->f, a->f, sizeof(shm->f));
+    ADMIN_NUMBERS(GIVE_NUMBER)
+    ADMIN_STRINGS(GIVE_STRING)
+#undef GIVE_NUMBER
+#undef GIVE_STRING
+}
+
+/* A member out of rotation and silent past ProxyBeaconForget. */
+static int is_forgettable(const beacon_target *t, const beacon_entry *e,
+                          apr_time_t now)
+{
+    return e->forgotten ||
+           (t->policy.forget > 0 && e->out &&
+            now - e->last_heard > t->policy.forget);
+}
+
+/* The admin's flags as balancer-manager's letters, for a log line. */
+static const char *admin_letters(apr_pool_t *p, unsigned int flags)
+{
+    static const struct {
+        unsigned int flag;
+        const char *letter;
+    } letters[] = {
+        {PROXY_WORKER_STOPPED, "S"},     {PROXY_WORKER_DRAIN, "N"},
+        {PROXY_WORKER_HOT_STANDBY, "H"}, {PROXY_WORKER_HOT_SPARE, "R"},
+        {PROXY_WORKER_IGNORE_ERRORS, "I"},
+    };
+    char *text = apr_pcalloc(p, 8), *c = text;
+    unsigned i;
+
+    for (i = 0; i < sizeof(letters) / sizeof(letters[0]); i++) {
+        if (flags & letters[i].flag) {
+            *c++ = *letters[i].letter;
+        }
+    }
+    return text;
+}
+
+int beacon_proxy_keep(beacon_target *t, apr_time_t now, apr_pool_t *p)
+{
+    int forgotten = 0;
+    unsigned i;
+
+    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+        beacon_entry *e = beacon_registry_entry(t->registry, i);
+        proxy_worker_shared *shm;
+
+        if (e == NULL || strcmp(e->balancer, t->b->s->name) != 0 ||
+            e->state != BEACON_ENTRY_MEMBER ||
+            (shm = beacon_target_slot(t, e)) == NULL) {
+            continue;
+        }
+        if (save_admin(&e->admin, shm)) {
+            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, t->s, BCNLOGNO(00091)
+                         "kept the settings of %s in %s for restarts: "
+                         "flags '%s', lbfactor %d, lbset %d, route '%s'",
+                         e->url, t->b->s->name, admin_letters(p, e->admin.flags),
+                         e->admin.lbfactor, e->admin.lbset,
+                         ap_escape_logitem(p, e->admin.route));
+        }
+        if (!e->forgotten && is_forgettable(t, e, now)) {
+            e->forgotten = 1;
+            forgotten++;
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00089)
+                         "forgot backend %s of %s: silent for %" APR_TIME_T_FMT
+                         " s; its slot is free to recycle, and a restart "
+                         "does not restore it", e->url, t->b->s->name,
+                         apr_time_sec(now - e->last_heard));
+        }
+    }
+    return forgotten;
+}
+
+/* Whether url is a member's name by today's identity rules. */
+static int is_canonical(const char *url)
+{
+    char canonical[BEACON_URL_MAX];
+
+    return beacon_url_canonicalize(url, strlen(url), canonical,
+                                   sizeof(canonical)) == NULL &&
+           strcmp(canonical, url) == 0;
+}
+
+/* Drops the slot BalancerPersist brought back for e, if any: no child
+ * exists yet, so unlisting it from the parent's list removes it. */
+static void drop_kept_slot(beacon_target *t, const beacon_entry *e)
+{
+    proxy_worker_shared *shm = beacon_target_slot(t, e);
+    proxy_worker **w = (proxy_worker **)t->b->workers->elts;
+    int i;
+
+    if (shm == NULL) {
+        return;
+    }
+    for (i = 0; i < t->b->workers->nelts; i++) {
+        if (w[i]->s == shm) {
+            beacon_target_unlist(t->b, w[i]);
+            break;
+        }
+    }
+    shm->hash.def = shm->hash.fnv = 0;
+    t->b->storage->release(t->b->wslot, (unsigned)e->slot);
+}
+
+/* A member the configuration names (a worker of that name that is not
+ * beacon's slot): the admin's. */
+static int is_configured(const beacon_target *t, const char *url,
+                         const proxy_worker_shared *kept)
+{
+    proxy_worker **w = (proxy_worker **)t->b->workers->elts;
+    int i;
+
+    for (i = 0; i < t->b->workers->nelts; i++) {
+        if (w[i]->s != kept && beacon_target_names(w[i]->s->name_ex, url)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether e was restorable by today's rules; NULL (and why) if not. */
+static const char *unsound_entry(const beacon_target *t, const beacon_entry *e)
+{
+    if (strcmp(e->balancer, t->b->s->name) != 0) {
+        return "another balancer's";
+    }
+    if (!is_canonical(e->url) ||
+        (e->state == BEACON_ENTRY_RECYCLING && !is_canonical(e->next_url))) {
+        return "not a member's name";
+    }
+    if (e->state != BEACON_ENTRY_MEMBER && e->state != BEACON_ENTRY_RECYCLING) {
+        return "an unknown state";
+    }
+    return NULL;
+}
+
+/* The slot e's member gets in this generation: BalancerPersist's, or a
+ * new one; NULL (logged) when none can be had. */
+static proxy_worker_shared *slot_for(beacon_target *t, beacon_entry *e,
+                                     apr_pool_t *p)
+{
+    proxy_worker_shared *kept = beacon_target_slot(t, e);
+    beacon_add_result result;
+    const char *why = NULL;
+    proxy_worker *w;
+
+    if (kept) {
+        return kept;
+    }
+    if ((w = beacon_target_share_new(t, e->url, p, &result, &why)) != NULL) {
+        return w->s;
+    }
+    ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00009)
+                 "cannot restore %s in %s: %s; it joins again with its next "
+                 "announcement", e->url, t->b->s->name,
+                 result == BEACON_ADD_NO_SLOT ? "no free growth slot" : why);
+    return NULL;
+}
+
+/* Puts e's member back as it was; 0 when it is not (logged). */
+static int restore_member(beacon_target *t, beacon_entry *e, apr_time_t now,
+                          apr_pool_t *p)
+{
+    proxy_worker_shared *shm;
+
+    if (is_configured(t, e->url, beacon_target_slot(t, e))) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, t->s, BCNLOGNO(00008)
+                     "%s is now configured in %s; beacon no longer "
+                     "manages it", e->url, t->b->s->name);
+        drop_kept_slot(t, e);
+        beacon_registry_forget(e);
+        return 0;
+    }
+    if ((shm = slot_for(t, e, p)) == NULL) {
+        beacon_registry_forget(e);
+        return 0;
+    }
+    beacon_target_note_slot(e, shm);
+    if (!e->out && t->policy.timeout > 0 &&
+        now - e->last_heard > t->policy.timeout) {
+        beacon_target_mark_out(e, shm, 1); /* its lease lapsed while httpd was down */
+    }
+    restore_admin(shm, &e->admin);
+    /* its next announcement puts it back; no child exists: plain writes */
+    shm->status = e->out ? shm->status | PROXY_WORKER_DISABLED
+                         : shm->status & ~(unsigned int)PROXY_WORKER_DISABLED;
+    /* an address expiry of the last epoch would hold recycling back */
+    shm->address_expiry = 0;
+    return 1;
+}
+
+int beacon_proxy_restore(beacon_target *t, apr_pool_t *p, int *forgotten)
+{
+    unsigned i, skipped = beacon_registry_damaged(t->registry);
+    apr_time_t now = apr_time_now();
+    int restored = 0;
+
+    *forgotten = 0;
+    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+        beacon_entry *e = beacon_registry_entry(t->registry, i);
+
+        if (e == NULL) {
+            continue;
+        }
+        if (unsound_entry(t, e) != NULL) {
+            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, t->s, BCNLOGNO(00090)
+                         "registry entry %u of %s skipped: %s", i,
+                         t->b->s->name, unsound_entry(t, e));
+            drop_kept_slot(t, e);
+            beacon_registry_forget(e);
+            skipped++;
+            continue;
+        }
+        if (e->state == BEACON_ENTRY_RECYCLING) {
+            beacon_recycle_finish_entry(t, e, beacon_target_slot(t, e), p);
+        }
+        if (is_forgettable(t, e, now)) {
+            drop_kept_slot(t, e);
+            beacon_registry_forget(e);
+            (*forgotten)++;
+        }
+        else if (restore_member(t, e, now, p)) {
+            restored++;
+        }
+    }
+    if (skipped > 0) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, t->s, BCNLOGNO(00084)
+                     "skipped %u entr%s of the member registry of %s that "
+                     "this release cannot read (an older layout, or "
+                     "damaged); those members join again with their next "
+                     "announcement", skipped, skipped == 1 ? "y" : "ies",
+                     t->b->s->name);
+    }
+    if (restored > 0) {
+        beacon_target_count_failover(t);
+    }
+    return restored;
+}
