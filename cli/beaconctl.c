@@ -31,7 +31,8 @@
 static const command_t commands[] = {
     {"send",
      "--to HOST:PORT [--to HOST:PORT ...] [--url URL]\n"
-     "[--host NAME] [--service NAME] [--verbose]\n"
+     "[--host NAME] [--service NAME] [--route ROUTE]\n"
+     "[--lbfactor N] [--verbose]\n"
      "[--interval SECONDS | --once] [--secret-file FILE]",
      "Announces a backend that is not httpd to one or more proxies: at\n"
      "once, then every interval, in the foreground. On SIGTERM or SIGINT\n"
@@ -39,7 +40,8 @@ static const command_t commands[] = {
      "the member) and exits 0. A name that does not resolve or a failed\n"
      "send costs one line on stderr per target and minute at most, and\n"
      "never ends the program. Fields: url, host, pid (own), seq (from 0),\n"
-     "ts (the wall clock in microseconds, strictly increasing), svc.",
+     "ts (the wall clock in microseconds, strictly increasing), svc,\n"
+     "route, lbfactor; the leaving datagram says them too.",
      send_options, run_send},
     {"listen",
      "--bind ADDR:PORT [--max-skew SECONDS] [--count N]\n"
@@ -50,7 +52,8 @@ static const command_t commands[] = {
      "--secret-file once per secret, at most 4: any of them verifies, as\n"
      "on a proxy with several ProxyBeaconSecret lines.\n"
      "  accepted url=<canonical> host=.. pid=.. seq=.. ts=.. [svc=..]\n"
-     "      [state=..] from IP:PORT -> add|renew|disable|enable|ignore\n"
+     "      [route=..] [lbfactor=..] [state=..] from IP:PORT\n"
+     "      -> add|renew|disable|enable|ignore\n"
      "  accepted heartbeat host=.. pid=.. seq=.. ts=.. [svc=..] from IP:PORT\n"
      "  dropped <reason> from IP:PORT[: detail]\n"
      "  (a bad field names its key: dropped bad field svc from ...)\n"
@@ -61,11 +64,12 @@ static const command_t commands[] = {
      listen_options, run_listen},
     {"sign",
      "--ts USEC [--url URL] [--host NAME] [--pid N] [--seq N]\n"
-     "[--service NAME] [--state S] [--secret-file FILE]",
+     "[--service NAME] [--route ROUTE] [--lbfactor N]\n"
+     "[--state S] [--secret-file FILE]",
      "Prints one signed datagram and a newline, which is not part of it\n"
      "(for scripts and test vectors). Fields not given are left out; the\n"
      "rest are written in the wire order url, host, pid, seq, ts, svc,\n"
-     "state.",
+     "route, lbfactor, state.",
      sign_options, run_sign},
     {"keygen", NULL,
      "Prints a new random secret, hex: and 32 lowercase hex digits, from\n"

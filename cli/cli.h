@@ -72,6 +72,14 @@ void canonical_url(const char *url, char *out);
 void check_service(const char *value);
 
 /*
+ * --service, --route and --lbfactor of send and sign, each NULL when not
+ * given: checked by the rules of svc=, route= and lbfactor= (a value a
+ * receiver would drop fails), then set in a as given.
+ */
+void set_v11_fields(beacon_announcement_t *a, const char *service,
+                    const char *route, const char *lbfactor);
+
+/*
  * Takes BEACON_SECRET out of the environment, first thing in main(): a
  * private copy is kept for load_key(), the variable is removed (so no
  * child could inherit it) and its bytes are overwritten where the
@@ -106,7 +114,9 @@ enum {
     OPT_SEQ,
     OPT_TS,
     OPT_STATE,
-    OPT_SERVICE
+    OPT_SERVICE,
+    OPT_ROUTE,
+    OPT_LBFACTOR
 };
 
 /* One option: the --help text is generated from the same table. */
@@ -141,6 +151,16 @@ struct command {
      "trailing newline is ignored); without this option,\n"                  \
      "from the environment variable " SECRET_ENV ".\n"                       \
      "There is no option for the secret itself.", once}
+#define ROUTE_OPTION(once)                                                    \
+    {"route", OPT_ROUTE, "ROUTE",                                             \
+     "the member's route for sticky sessions (route=),\n"                    \
+     "as BalancerMember route= sets it: 1 to 63 of A-Z\n"                    \
+     "a-z 0-9 . _ -", once}
+#define LBFACTOR_OPTION(once)                                                 \
+    {"lbfactor", OPT_LBFACTOR, "N",                                           \
+     "the member's load factor (lbfactor=), as\n"                            \
+     "BalancerMember loadfactor= sets it: 1 to 100 with\n"                   \
+     "at most two decimals (2.5)", once}
 #define HELP_OPTION {"help", OPT_HELP, NULL, "print this help and exit", 0}
 #define OPTIONS_END {NULL, 0, NULL, NULL, 0}
 

@@ -183,6 +183,26 @@ void check_service(const char *value)
     }
 }
 
+void set_v11_fields(beacon_announcement_t *a, const char *service,
+                    const char *route, const char *lbfactor)
+{
+    if (service) {
+        check_service(service);
+        a->svc = service;
+    }
+    if (route && !beacon_route_is_valid(route)) {
+        fail_value("route", route, "a route is 1 to 63 of the characters "
+                   "A-Z a-z 0-9 . _ - (the route= rule)");
+    }
+    if (lbfactor && beacon_lbfactor_parse(lbfactor, strlen(lbfactor)) < 0) {
+        fail_value("lbfactor", lbfactor, "a load factor is a number from 1 "
+                   "to 100 with at most two decimals, e.g. 2.5 (the "
+                   "lbfactor= rule)");
+    }
+    a->route = route;
+    a->lbfactor = lbfactor;
+}
+
 /* ------------------------------------------------------------------ */
 /* The secret                                                          */
 

@@ -23,7 +23,8 @@
 /* The options as given, before any is checked. */
 typedef struct {
     apr_array_header_t *specs; /* --to, const char * each */
-    const char *url, *host, *service, *interval, *secret_file;
+    const char *url, *host, *service, *route, *lbfactor, *interval;
+    const char *secret_file;
     int once, verbose;
 } send_args_t;
 
@@ -47,6 +48,8 @@ const option_t send_options[] = {
      "proxies' ProxyBeaconService: 1 to 63 of A-Z a-z\n"
      "0-9 . _ -. A proxy of another service drops it",
      ONCE(send_args_t, service)},
+    ROUTE_OPTION(ONCE(send_args_t, route)),
+    LBFACTOR_OPTION(ONCE(send_args_t, lbfactor)),
     {"interval", OPT_INTERVAL, "SECONDS",
      "time between announcements, default 5; fractions\n"
      "(0.5) and the units s and ms (500ms) are accepted",
@@ -247,13 +250,13 @@ static void check_length(sender_t *s)
     a.ts = BEACON_DECIMAL_MAX;
     a.state = BEACON_STATE_LEAVING;
     if (beacon_format(trial, sizeof(trial), &a, &s->key) < 0) {
-        fail(EXIT_USAGE, "--url, --host and --service make a datagram "
-             "longer than %d bytes", BEACON_MAX_DATAGRAM);
+        fail(EXIT_USAGE, "--url, --host, --service, --route and --lbfactor "
+             "make a datagram longer than %d bytes", BEACON_MAX_DATAGRAM);
     }
 }
 
-/* --url, --host, --service, the pid and the key: what every datagram
- * says. */
+/* --url, --host, --service, --route, --lbfactor, the pid and the key:
+ * what every datagram says. */
 static void setup_announcement(apr_pool_t *p, const send_args_t *args,
                                sender_t *s)
 {
@@ -270,10 +273,7 @@ static void setup_announcement(apr_pool_t *p, const send_args_t *args,
         s->a.host = s->hostname;
     }
     /* else: host= is informational; leave it out */
-    if (args->service) {
-        check_service(args->service);
-        s->a.svc = args->service;
-    }
+    set_v11_fields(&s->a, args->service, args->route, args->lbfactor);
     s->a.pid = (apr_int64_t)getpid();
     load_key(p, args->secret_file, &s->key);
     check_length(s);

@@ -13,7 +13,8 @@
 
 /* The options as given, before any is checked. */
 typedef struct {
-    const char *url, *host, *pid, *seq, *ts, *service, *state, *secret_file;
+    const char *url, *host, *pid, *seq, *ts, *service, *route, *lbfactor;
+    const char *state, *secret_file;
 } sign_args_t;
 
 /* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
@@ -30,6 +31,8 @@ const option_t sign_options[] = {
     {"service", OPT_SERVICE, "NAME",
      "the svc= field: the service the datagram is for,\n"
      "1 to 63 of A-Z a-z 0-9 . _ -", ONCE(sign_args_t, service)},
+    ROUTE_OPTION(ONCE(sign_args_t, route)),
+    LBFACTOR_OPTION(ONCE(sign_args_t, lbfactor)),
     {"state", OPT_STATE, "S", "the state= field, e.g. leaving",
      ONCE(sign_args_t, state)},
     SECRET_FILE_OPTION(ONCE(sign_args_t, secret_file)),
@@ -89,10 +92,7 @@ int run_sign(apr_pool_t *p, const command_t *cmd, int argc,
         check_field("host", args.host);
         a.host = args.host;
     }
-    if (args.service) {
-        check_service(args.service);
-        a.svc = args.service;
-    }
+    set_v11_fields(&a, args.service, args.route, args.lbfactor);
     if (args.state) {
         check_field("state", args.state);
         a.state = args.state;

@@ -38,6 +38,9 @@ extern "C" {
 #define BEACON_MAX_KEYS 4          /* secrets a receiver accepts at once */
 #define BEACON_MAX_FIELDS 32       /* key=value tokens before mac=; more: bad frame */
 #define BEACON_SERVICE_MAX 63      /* svc=: 1 to 63 of [A-Za-z0-9._-] */
+#define BEACON_ROUTE_MAX 63        /* route=: the same rule */
+#define BEACON_LBFACTOR_MIN 100    /* lbfactor=, in hundredths: 1.00 ... */
+#define BEACON_LBFACTOR_MAX 10000  /* ... to 100.00 */
 
 /* The defaults both ends assume: a sender's interval between
  * announcements, and how far a receiver lets a timestamp stray from its
@@ -140,20 +143,36 @@ typedef struct {
     apr_int64_t ts;    /* microseconds since the epoch, >= 0 */
     const char *state; /* BEACON_STATE_LEAVING, or NULL to omit */
     const char *svc;   /* the service it is meant for (v1.1), or NULL */
+    const char *route; /* its route for sticky sessions (v1.1), or NULL */
+    const char *lbfactor; /* its load factor (v1.1), or NULL */
 } beacon_announcement_t;
 
 /* Whether name can be a service (svc=): 1 to BEACON_SERVICE_MAX bytes of
  * [A-Za-z0-9._-]. */
 int beacon_service_is_valid(const char *name);
 
+/* Whether route can be a member's route (route=): 1 to BEACON_ROUTE_MAX
+ * bytes of [A-Za-z0-9._-]. */
+int beacon_route_is_valid(const char *route);
+
+/*
+ * A load factor (lbfactor=) as the wire writes it, "1" to "100" with at
+ * most two decimals ("2.5", "0.5" is too small): in hundredths
+ * (BEACON_LBFACTOR_MIN to BEACON_LBFACTOR_MAX, as httpd keeps a member's
+ * loadfactor), or -1 when it is not one.
+ */
+int beacon_lbfactor_parse(const char *s, apr_size_t len);
+
 /* Whether v can be a field's value: non-empty, printable ASCII, no space. */
 int beacon_value_is_valid(const char *v);
 
 /*
  * Writes the signed datagram for a into buf (NUL-terminated) in the wire
- * order url, host, pid, seq, ts, svc, state, mac. Returns its length, or -1
- * when a value is empty or holds a space or a non-printable byte, svc is
- * not a valid service (beacon_service_is_valid), ts, pid or seq is above
+ * order url, host, pid, seq, ts, svc, route, lbfactor, state, mac. Returns
+ * its length, or -1 when a value is empty or holds a space or a
+ * non-printable byte, svc, route or lbfactor breaks its rule
+ * (beacon_service_is_valid, beacon_route_is_valid, beacon_lbfactor_parse),
+ * ts, pid or seq is above
  * BEACON_DECIMAL_MAX, or the datagram would exceed BEACON_MAX_DATAGRAM or
  * bufsize - 1.
  */
@@ -212,7 +231,7 @@ typedef struct {
 } beacon_span_t;
 
 typedef struct {
-    beacon_span_t url, host, pid, seq, state, svc;
+    beacon_span_t url, host, pid, seq, state, svc, route, lbfactor;
     apr_int64_t ts;
     beacon_span_t bad_field; /* BEACON_DROP_BAD_FIELD: the field's key */
 } beacon_datagram_t;

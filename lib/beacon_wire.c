@@ -118,23 +118,61 @@ int beacon_is_word(const char *s, apr_size_t len)
     return 1;
 }
 
-/* svc=: 1 to BEACON_SERVICE_MAX bytes of a word. */
-static int service_span_is_valid(const char *s, apr_size_t len)
+/* svc= and route=: 1 to max bytes of a word. */
+static int word_span_is_valid(const char *s, apr_size_t len, apr_size_t max)
 {
-    return len > 0 && len <= BEACON_SERVICE_MAX && beacon_is_word(s, len);
+    return len > 0 && len <= max && beacon_is_word(s, len);
 }
 
-int beacon_service_is_valid(const char *name)
+static int word_is_valid(const char *name, apr_size_t max)
 {
     apr_size_t n = 0;
 
     if (name == NULL) {
         return 0;
     }
-    while (n <= BEACON_SERVICE_MAX && name[n] != '\0') {
+    while (n <= max && name[n] != '\0') {
         n++; /* no further than one byte past the longest name */
     }
-    return service_span_is_valid(name, n);
+    return word_span_is_valid(name, n, max);
+}
+
+int beacon_service_is_valid(const char *name)
+{
+    return word_is_valid(name, BEACON_SERVICE_MAX);
+}
+
+int beacon_route_is_valid(const char *route)
+{
+    return word_is_valid(route, BEACON_ROUTE_MAX);
+}
+
+int beacon_lbfactor_parse(const char *s, apr_size_t len)
+{
+    apr_size_t i = 0, decimals = 0;
+    int hundredths = 0, seen_point = 0;
+
+    if (s == NULL || len == 0 || len > sizeof("100.00") - 1) {
+        return -1;
+    }
+    for (i = 0; i < len; i++) {
+        if (s[i] == '.' && !seen_point && i > 0 && i + 1 < len) {
+            seen_point = 1;
+        }
+        else if (s[i] >= '0' && s[i] <= '9' && (!seen_point || decimals < 2)) {
+            hundredths = hundredths * 10 + (s[i] - '0');
+            decimals += seen_point;
+        }
+        else {
+            return -1;
+        }
+    }
+    for (; decimals < 2; decimals++) {
+        hundredths *= 10;
+    }
+    return hundredths >= BEACON_LBFACTOR_MIN && hundredths <= BEACON_LBFACTOR_MAX
+               ? hundredths
+               : -1;
 }
 
 static int put_field(writer_t *w, const char *key, const char *value)
@@ -196,6 +234,13 @@ int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
     ok &= put_number(&w, "ts", a->ts);
     if (a->svc) {
         ok &= beacon_service_is_valid(a->svc) && put_field(&w, "svc", a->svc);
+    }
+    if (a->route) {
+        ok &= beacon_route_is_valid(a->route) && put_field(&w, "route", a->route);
+    }
+    if (a->lbfactor) {
+        ok &= beacon_lbfactor_parse(a->lbfactor, strlen(a->lbfactor)) > 0 &&
+              put_field(&w, "lbfactor", a->lbfactor);
     }
     if (a->state) {
         ok &= put_field(&w, "state", a->state);
@@ -377,6 +422,8 @@ static beacon_reason_t parse_fields(const char *buf, apr_size_t signed_len,
         {"seq", 3, offsetof(beacon_datagram_t, seq)},
         {"state", 5, offsetof(beacon_datagram_t, state)},
         {"svc", 3, offsetof(beacon_datagram_t, svc)},
+        {"route", 5, offsetof(beacon_datagram_t, route)},
+        {"lbfactor", 8, offsetof(beacon_datagram_t, lbfactor)},
     };
     tokens_t t = tokens_of(buf, signed_len);
     beacon_span_t key, value, ts = {NULL, 0};
@@ -419,19 +466,33 @@ static beacon_reason_t parse_fields(const char *buf, apr_size_t signed_len,
     return BEACON_OK;
 }
 
+/* A bad value of field key: bad_field names the key (a value always
+ * follows its "key=" in the buffer). */
+static beacon_reason_t bad_field(beacon_datagram_t *out,
+                                 const beacon_span_t *value, apr_size_t keylen)
+{
+    out->bad_field.ptr = value->ptr - keylen - 1;
+    out->bad_field.len = keylen;
+    return BEACON_DROP_BAD_FIELD;
+}
+
 /*
  * Step 4, last: the values of the version 1.1 fields this release acts on,
- * so that none is ever half-applied. svc only: route and lbfactor are
- * reserved, ignored like unknown keys until a release implements them.
+ * in the wire order, so that none is ever half-applied.
  */
 static beacon_reason_t check_values(beacon_datagram_t *out)
 {
     if (out->svc.ptr != NULL &&
-        !service_span_is_valid(out->svc.ptr, out->svc.len)) {
-        /* a value always follows its "key=" in the buffer */
-        out->bad_field.ptr = out->svc.ptr - (sizeof("svc=") - 1);
-        out->bad_field.len = sizeof("svc") - 1;
-        return BEACON_DROP_BAD_FIELD;
+        !word_span_is_valid(out->svc.ptr, out->svc.len, BEACON_SERVICE_MAX)) {
+        return bad_field(out, &out->svc, sizeof("svc") - 1);
+    }
+    if (out->route.ptr != NULL &&
+        !word_span_is_valid(out->route.ptr, out->route.len, BEACON_ROUTE_MAX)) {
+        return bad_field(out, &out->route, sizeof("route") - 1);
+    }
+    if (out->lbfactor.ptr != NULL &&
+        beacon_lbfactor_parse(out->lbfactor.ptr, out->lbfactor.len) < 0) {
+        return bad_field(out, &out->lbfactor, sizeof("lbfactor") - 1);
     }
     return BEACON_OK;
 }

@@ -41,6 +41,8 @@
 static const char *receiver_problem(apr_pool_t *p, server_rec *s,
                                     beacon_server_conf *conf)
 {
+    const char *problem;
+
     if (conf->nkeys == 0) {
         return "ProxyBeaconSecret is required";
     }
@@ -67,6 +69,9 @@ static const char *receiver_problem(apr_pool_t *p, server_rec *s,
                             "be longer than ProxyBeaconTimeout and than twice "
                             "ProxyBeaconMaxSkew (or 0: never)",
                             apr_time_sec(conf->forget.value));
+    }
+    if ((problem = beacon_params_check(p, s, conf->member_params)) != NULL) {
+        return problem;
     }
     if (conf->balancer_name) {
         return beacon_proxy_check_balancer(p, s, conf->balancer_name);
@@ -210,6 +215,18 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
             problem = "ProxyBeaconListen and ProxyBeaconAddress cannot both "
                       "be set in one server: a server is a receiver or a "
                       "sender";
+        }
+        else if (!conf->targets && conf->route.value) {
+            /* only a sender announces it (and the load factor): anywhere
+             * else it would be ignored without a word */
+            problem = "ProxyBeaconRoute needs ProxyBeaconAddress in the same "
+                      "server";
+            conf->where = conf->route.where;
+        }
+        else if (!conf->targets && conf->lbfactor.value) {
+            problem = "ProxyBeaconLBFactor needs ProxyBeaconAddress in the "
+                      "same server";
+            conf->where = conf->lbfactor.where;
         }
         else if (conf->listen_set) {
             problem = receiver_problem(ptemp, s, conf);

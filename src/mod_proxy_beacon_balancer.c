@@ -93,6 +93,7 @@ beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
                                    const beacon_member_policy *policy)
 {
     beacon_target *t = apr_pcalloc(pconf, sizeof(*t));
+    beacon_registry_header *header;
 
     t->s = s;
     t->conf = proxy_conf(s);
@@ -104,12 +105,16 @@ beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
                      "mod_proxy_balancer loaded?", balancer_name);
         return NULL;
     }
-    /* Decided once: a value the admin set is never ours to change. */
-    t->manage_max_attempts = !t->b->s->max_attempts_set;
     t->policy = *policy;
     t->registry = beacon_registry_open(pconf, s, registry_key);
     if (t->registry == NULL) {
         return NULL;
+    }
+    header = beacon_registry_header_of(t->registry);
+    if (header && !t->b->s->max_attempts_set) {
+        /* a new generation without BalancerPersist: nothing beacon wrote
+         * of the balancer is left */
+        header->max_attempts = -1;
     }
     return t;
 }
@@ -142,6 +147,7 @@ static void enable_returning(proxy_worker_shared *shm)
 /* No free slot: the slot of a long-gone member, renamed to url and put
  * in rotation; NULL when none is ready (info->ready_at says when). */
 static beacon_add_result recycle_for(beacon_target *t, const char *url,
+                                     const beacon_member_attrs *attrs,
                                      apr_pool_t *p, beacon_add_info *info)
 {
     proxy_worker *w = beacon_recycle_take(t, url, p, info);
@@ -150,12 +156,17 @@ static beacon_add_result recycle_for(beacon_target *t, const char *url,
     if (w == NULL || (e = beacon_target_entry(t, url)) == NULL) {
         return BEACON_ADD_NO_SLOT;
     }
+    beacon_target_apply_attrs(t, e, w->s, attrs);
     beacon_target_mark_out(e, w->s, 0);
     enable_returning(w->s);
     return BEACON_ADD_RECYCLED;
 }
 
+/* A new member in a free slot, with what its backend announces before
+ * any request can use it (it is not initialized until then); else in a
+ * recycled one. */
 static beacon_add_result define_and_share(beacon_target *t, const char *url,
+                                          const beacon_member_attrs *attrs,
                                           apr_pool_t *p, beacon_add_info *info)
 {
     beacon_add_result result;
@@ -169,16 +180,19 @@ static beacon_add_result define_and_share(beacon_target *t, const char *url,
     }
     w = beacon_target_share_new(t, url, p, &result, &info->why);
     if (w == NULL) {
-        return result == BEACON_ADD_NO_SLOT ? recycle_for(t, url, p, info)
-                                            : result;
-    }
-    if ((rv = ap_proxy_initialize_worker(w, t->s, t->conf->pool)) != APR_SUCCESS) {
-        info->why = apr_psprintf(p, "cannot initialize worker: %pm", &rv);
-        beacon_target_forget_worker(t->b, w, w->s, 1, (unsigned)w->s->index);
-        return BEACON_ADD_FAILED;
+        return result == BEACON_ADD_NO_SLOT
+                   ? recycle_for(t, url, attrs, p, info)
+                   : result;
     }
     e = beacon_registry_put(t->registry, t->b->s->name, url);
     beacon_target_note_slot(e, w->s);
+    beacon_target_apply_attrs(t, e, w->s, attrs);
+    if ((rv = ap_proxy_initialize_worker(w, t->s, t->conf->pool)) != APR_SUCCESS) {
+        info->why = apr_psprintf(p, "cannot initialize worker: %pm", &rv);
+        beacon_registry_forget(e);
+        beacon_target_forget_worker(t->b, w, w->s, 1, (unsigned)w->s->index);
+        return BEACON_ADD_FAILED;
+    }
     beacon_target_count_failover(t);
     /* publish: other children sync on their next request */
     t->b->wupdated = t->b->s->wupdated = w->s->updated = apr_time_now();
@@ -194,6 +208,7 @@ static int is_confirmed(beacon_target *t, const char *url)
 }
 
 beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
+                                   const beacon_member_attrs *attrs,
                                    apr_pool_t *p, beacon_add_info *info)
 {
     beacon_add_result result;
@@ -212,13 +227,14 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
             result = BEACON_ADD_NOT_OURS;
         }
         else {
+            beacon_target_apply_attrs(t, e, existing->s, attrs);
             enable_returning(existing->s);
             beacon_target_mark_out(e, existing->s, 0);
             result = BEACON_ADD_ADOPTED;
         }
     }
     else {
-        result = define_and_share(t, url, p, info);
+        result = define_and_share(t, url, attrs, p, info);
         if ((result == BEACON_ADD_DONE || result == BEACON_ADD_RECYCLED) &&
             !is_confirmed(t, url)) {
             result = BEACON_ADD_NOT_CONFIRMED;
@@ -258,18 +274,42 @@ apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
     return rv;
 }
 
+/* A member's route or load factor changed at its backend: applied under
+ * the balancer's locks, as balancer-manager edits them. */
+static void apply_changed_attrs(beacon_target *t, const char *url,
+                                const beacon_member_attrs *attrs)
+{
+    proxy_worker_shared *shm;
+    beacon_entry *e;
+
+    if (beacon_target_lock(t) != APR_SUCCESS) {
+        return; /* logged; the next announcement tries again */
+    }
+    if ((e = beacon_target_entry(t, url)) != NULL &&
+        (shm = beacon_target_slot(t, e)) != NULL) {
+        ap_proxy_sync_balancer(t->b, t->s, t->conf); /* routes of all */
+        beacon_target_apply_attrs(t, e, shm, attrs);
+    }
+    beacon_target_unlock(t);
+}
+
 void beacon_proxy_heard(beacon_target *t, const char *url, int *hint,
-                        apr_int64_t ts, apr_time_t now)
+                        apr_int64_t ts, apr_time_t now,
+                        const beacon_member_attrs *attrs)
 {
     beacon_entry *e = beacon_registry_find_hinted(t->registry, t->b->s->name,
                                                   url, hint);
 
+    if (e == NULL) {
+        return;
+    }
     /* only the owner writes these: no lock */
-    if (e) {
-        if (ts > e->high_ts) {
-            e->high_ts = ts;
-        }
-        e->last_heard = now;
+    if (ts > e->high_ts) {
+        e->high_ts = ts;
+    }
+    e->last_heard = now;
+    if (beacon_target_attrs_changed(e, attrs)) {
+        apply_changed_attrs(t, url, attrs);
     }
 }
 

@@ -9,6 +9,7 @@
 #ifndef MOD_PROXY_BEACON_BALANCER_H
 #define MOD_PROXY_BEACON_BALANCER_H
 
+#include "mod_proxy_beacon_params.h"
 #include "mod_proxy_beacon_util.h"
 
 typedef enum {
@@ -23,6 +24,13 @@ typedef enum {
 
 /* One receiver's balancer and registry. */
 typedef struct beacon_target beacon_target;
+
+/* What a backend announces of itself besides its url (wire format 1.1):
+ * the backend owns these; what it does not announce is the admin's. */
+typedef struct {
+    char route[BEACON_ROUTE_MAX + 1]; /* "": not announced */
+    int lbfactor;                     /* hundredths; 0: not announced */
+} beacon_member_attrs;
 
 /* What beacon_proxy_add says besides its result. */
 typedef struct {
@@ -42,6 +50,7 @@ typedef struct {
 typedef struct {
     apr_interval_time_t timeout;  /* lease; 0 = never evict */
     apr_interval_time_t forget;   /* silence after which it is forgotten */
+    const beacon_member_params *params; /* ProxyBeaconMemberParams */
 } beacon_member_policy;
 
 /* Whether mod_proxy's functions resolved (it was loaded before us). */
@@ -94,13 +103,16 @@ void beacon_proxy_sync(beacon_target *t);
  * else's). info says the rest, for the caller's log line.
  */
 beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
+                                   const beacon_member_attrs *attrs,
                                    apr_pool_t *p, beacon_add_info *info);
 
 /* An accepted announcement of member url: its last-heard time and replay
- * mark, kept for a restart or a new owner. *hint caches where its entry
- * is (start with -1). */
+ * mark, kept for a restart or a new owner, and its route and load factor,
+ * applied when they changed (under the balancer's locks, logged). *hint
+ * caches where its entry is (start with -1). */
 void beacon_proxy_heard(beacon_target *t, const char *url, int *hint,
-                        apr_int64_t ts, apr_time_t now);
+                        apr_int64_t ts, apr_time_t now,
+                        const beacon_member_attrs *attrs);
 
 /* Once a second in the owner: keeps the admin's settings of beacon's
  * members, and marks those silent past forget (returned: how many were

@@ -53,8 +53,9 @@ void *beacon_create_server_conf(apr_pool_t *p, server_rec *s)
     return conf;
 }
 
-/* Roles (listen, balancer, targets, advertise) belong to the server that
- * names them; the secret and the timings are inherited. */
+/* Roles (listen, balancer, targets, advertise, what a sender announces of
+ * itself) belong to the server that names them; the secret and the
+ * timings are inherited. */
 void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
 {
     beacon_server_conf *base = basev, *add = addv;
@@ -71,6 +72,8 @@ void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     conf->timeout = add->timeout.set ? add->timeout : base->timeout;
     conf->max_skew = add->max_skew.set ? add->max_skew : base->max_skew;
     conf->forget = add->forget.set ? add->forget : base->forget;
+    conf->member_params = add->member_params ? add->member_params
+                                             : base->member_params;
     conf->interval = add->interval.set ? add->interval : base->interval;
     return conf;
 }
@@ -305,6 +308,40 @@ static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
+/* The rule of svc= and route= (beacon_service_is_valid,
+ * beacon_route_is_valid), for messages, with libbeacon's bound. (Not
+ * APR_STRINGIFY: the linter, which reads no APR header, could not expand
+ * it inside a string.) */
+#define DIGITS_OF(n) #n
+#define DECIMAL(n) DIGITS_OF(n)
+#define NAME_RULE(max) \
+    "1 to " DECIMAL(max) " letters, digits, '.', '_' or '-'"
+
+/*
+ * A value the datagrams carry as written (svc=, route=, lbfactor=): NULL,
+ * or the one-line error naming the directive, the value and the rule it
+ * breaks. valid is libbeacon's answer, the one every receiver gives.
+ */
+static const char *check_wire_value(cmd_parms *cmd, const char *arg,
+                                    int valid, const char *what)
+{
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+
+    if (err == NULL && !valid) {
+        err = apr_psprintf(cmd->pool, "%s: '%s' is not %s", cmd->cmd->name,
+                           ap_escape_logitem(cmd->temp_pool, arg), what);
+    }
+    return err;
+}
+
+/* ProxyBeaconMemberParams key=value ...: each pair in turn. */
+static const char *set_member_param(cmd_parms *cmd, void *dummy,
+                                    const char *arg)
+{
+    (void)dummy;
+    return beacon_params_add(cmd->pool, &cmd_conf(cmd)->member_params, arg);
+}
+
 /*
  * The service a receiver is, or a sender announces to (svc=): a capture
  * of one service's announcement cannot be replayed to another's receiver
@@ -312,21 +349,15 @@ static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
  */
 static const char *set_service(cmd_parms *cmd, void *dummy, const char *arg)
 {
-    beacon_server_conf *conf = cmd_conf(cmd);
-    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+    const char *err = check_wire_value(
+        cmd, arg, beacon_service_is_valid(arg),
+        "a service name (" NAME_RULE(BEACON_SERVICE_MAX) ")");
 
     (void)dummy;
-    if (err) {
-        return err;
+    if (err == NULL) {
+        cmd_conf(cmd)->service = apr_pstrdup(cmd->pool, arg);
     }
-    if (!beacon_service_is_valid(arg)) {
-        return apr_psprintf(cmd->pool, "ProxyBeaconService: '%s' is not a "
-                            "service name (1 to %d letters, digits, '.', '_' "
-                            "or '-')", ap_escape_logitem(cmd->temp_pool, arg),
-                            BEACON_SERVICE_MAX);
-    }
-    conf->service = apr_pstrdup(cmd->pool, arg);
-    return NULL;
+    return err;
 }
 
 /* ------------------------------------------------------------------ */
@@ -377,6 +408,46 @@ static const char *set_advertise(cmd_parms *cmd, void *dummy, const char *arg)
     }
     conf->advertise = apr_pstrdup(cmd->pool, canonical);
     return NULL;
+}
+
+/*
+ * ProxyBeaconRoute, ProxyBeaconLBFactor: what a sender announces of itself
+ * (route=, lbfactor=), which the receivers apply to its member. One
+ * setter, cmd->info says which field and libbeacon's rule for it. Like
+ * the roles, they belong to the server that names them.
+ */
+typedef struct {
+    apr_size_t offset;                   /* of the beacon_announced */
+    int (*is_valid)(const char *value);
+    const char *what;                    /* a valid value, for messages */
+} announced_directive;
+
+static int lbfactor_is_valid(const char *value)
+{
+    return beacon_lbfactor_parse(value, strlen(value)) >= 0;
+}
+
+static announced_directive route_of_sender = {
+    APR_OFFSETOF(beacon_server_conf, route), beacon_route_is_valid,
+    "a route (" NAME_RULE(BEACON_ROUTE_MAX) ")"};
+static announced_directive lbfactor_of_sender = {
+    APR_OFFSETOF(beacon_server_conf, lbfactor), lbfactor_is_valid,
+    "a load factor (1 to 100 with at most two decimals, e.g. 2.5)"};
+
+static const char *set_announced(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    const announced_directive *rule = cmd->info;
+    beacon_announced *slot = (beacon_announced *)((char *)cmd_conf(cmd) +
+                                                  rule->offset);
+    const char *err = check_wire_value(cmd, arg, rule->is_valid(arg),
+                                       rule->what);
+
+    (void)dummy;
+    if (err == NULL) {
+        slot->value = apr_pstrdup(cmd->pool, arg);
+        slot->where = where_of(cmd);
+    }
+    return err;
 }
 
 /*
@@ -432,6 +503,18 @@ const command_rec beacon_cmds[] = {
     AP_INIT_TAKE1("ProxyBeaconAdvertise", set_advertise, NULL, RSRC_CONF,
         "this backend's origin as the proxies should reach it, "
         "scheme://host[:port]"),
+    AP_INIT_TAKE1("ProxyBeaconRoute", set_announced, &route_of_sender,
+        RSRC_CONF,
+        "the route this backend announces for its member (route=), for "
+        "sticky sessions"),
+    AP_INIT_TAKE1("ProxyBeaconLBFactor", set_announced, &lbfactor_of_sender,
+        RSRC_CONF,
+        "the load factor this backend announces for its member "
+        "(lbfactor=), 1 to 100"),
+    AP_INIT_ITERATE("ProxyBeaconMemberParams", set_member_param, NULL,
+        RSRC_CONF,
+        "key=value ...: BalancerMember parameters for every member beacon "
+        "adds (timeout, retry, ttl, max, lbset, loadfactor, status, hc...)"),
     AP_INIT_TAKE1("ProxyBeaconService", set_service, NULL, RSRC_CONF,
         "the service this receiver is, or this sender announces to: "
         "announcements name it (svc=), and a receiver drops those naming "

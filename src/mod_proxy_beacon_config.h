@@ -9,6 +9,7 @@
 #ifndef MOD_PROXY_BEACON_CONFIG_H
 #define MOD_PROXY_BEACON_CONFIG_H
 
+#include "mod_proxy_beacon_params.h"
 #include "mod_proxy_beacon_util.h"
 
 #define BEACON_MAX_SENDER_TARGETS 16
@@ -28,6 +29,13 @@ typedef struct {
     int set;                      /* given in this server */
 } beacon_interval;
 
+/* What a sender announces of itself besides its url (route=, lbfactor=),
+ * as written in the configuration: the wire carries it as it is. */
+typedef struct {
+    const char *value;            /* NULL: not announced */
+    const char *where;            /* "file:line", for config-time errors */
+} beacon_announced;
+
 /* Per-server configuration. Receiver and sender roles are never inherited
  * into virtual hosts; the secret and the timings are. */
 typedef struct {
@@ -40,10 +48,13 @@ typedef struct {
     beacon_interval timeout;      /* 0 = add-only */
     beacon_interval max_skew;
     beacon_interval forget;       /* 0 = never; see beacon_forget_interval */
+    beacon_member_params *member_params; /* ProxyBeaconMemberParams, or NULL */
 
     /* sender */
     apr_array_header_t *targets;  /* beacon_dest */
     const char *advertise;        /* canonical url, or NULL */
+    beacon_announced route;       /* ProxyBeaconRoute */
+    beacon_announced lbfactor;    /* ProxyBeaconLBFactor */
     beacon_interval interval;
 
     /* both: senders sign with keys[0], receivers accept any of them */

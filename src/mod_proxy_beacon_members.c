@@ -126,10 +126,12 @@ static void add_failed(beacon_receiver *r, beacon_record_t *rec,
 }
 
 static void add_member(beacon_receiver *r, beacon_record_t *rec,
-                       apr_time_t now, apr_pool_t *p)
+                       const beacon_member_attrs *attrs, apr_time_t now,
+                       apr_pool_t *p)
 {
     beacon_add_info info;
-    beacon_add_result result = beacon_proxy_add(r->target, rec->url, p, &info);
+    beacon_add_result result = beacon_proxy_add(r->target, rec->url, attrs, p,
+                                                &info);
 
     switch (result) {
     case BEACON_ADD_DONE:
@@ -185,12 +187,12 @@ static void set_disabled(beacon_receiver *r, const char *url, int disabled,
                  disabled ? " from balancer://" : " in balancer://", bal_name(r));
 }
 
-static void act(beacon_receiver *r, const beacon_event_t *ev, apr_time_t now,
-                apr_pool_t *p)
+static void act(beacon_receiver *r, const beacon_event_t *ev,
+                const beacon_member_attrs *attrs, apr_time_t now, apr_pool_t *p)
 {
     switch (ev->action) {
     case BEACON_ACT_ADD:
-        add_member(r, ev->rec, now, p);
+        add_member(r, ev->rec, attrs, now, p);
         break;
     case BEACON_ACT_ENABLE:
         set_disabled(r, ev->url, 0, "re-enabled", BEACON_EV_REENABLED);
@@ -230,6 +232,24 @@ static void remember_sender(beacon_receiver *r, const beacon_event_t *ev)
     }
 }
 
+/* The route and load factor a verified datagram announces (libbeacon
+ * checked their values). */
+static void attrs_of(const beacon_datagram_t *dg, beacon_member_attrs *attrs)
+{
+    apr_size_t n = dg->route.ptr ? dg->route.len : 0;
+
+    memset(attrs, 0, sizeof(*attrs));
+    if (n > 0 && n < sizeof(attrs->route)) {
+        memcpy(attrs->route, dg->route.ptr, n);
+    }
+    if (dg->lbfactor.ptr) {
+        attrs->lbfactor = beacon_lbfactor_parse(dg->lbfactor.ptr, dg->lbfactor.len);
+        if (attrs->lbfactor < 0) {
+            attrs->lbfactor = 0;
+        }
+    }
+}
+
 /* An accepted datagram in log-only mode or without url: logged only. */
 static void log_unbound(beacon_receiver *r, const beacon_event_t *ev,
                         const char *buf, apr_size_t len, apr_pool_t *p)
@@ -254,6 +274,7 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
 {
     beacon_receiver *r = ctx;
     apr_time_t now = apr_time_now();
+    beacon_member_attrs attrs;
     beacon_event_t ev;
     beacon_reason_t reason;
 
@@ -276,9 +297,10 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
         log_unbound(r, &ev, buf, len, scratch);
         return;
     }
-    act(r, &ev, now, scratch);
+    attrs_of(&ev.dg, &attrs);
+    act(r, &ev, &attrs, now, scratch);
     beacon_proxy_heard(r->target, ev.url, &r->entry_hint[ev.rec - r->table->rec],
-                       ev.dg.ts, now);
+                       ev.dg.ts, now, &attrs);
 }
 
 /* ------------------------------------------------------------------ */

@@ -112,7 +112,8 @@ static const char *registry_key(apr_pool_t *p, const beacon_receiver *r)
 static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
 {
     beacon_member_policy policy = {r->conf->timeout.value,
-                                   beacon_forget_interval(r->conf)};
+                                   beacon_forget_interval(r->conf),
+                                   r->conf->member_params};
     int restored, forgotten;
 
     r->target = beacon_proxy_target(pconf, r->s, r->conf->balancer_name,

@@ -132,8 +132,10 @@ static int same_origin(const proxy_worker_shared *a, const proxy_worker_shared *
 }
 
 /* httpd's reading of url (scheme, host, port), as a worker it pushes
- * nowhere; NULL when httpd refuses it. */
-static proxy_worker *template_of(const char *url, apr_pool_t *p)
+ * nowhere, with what a new member gets (ProxyBeaconMemberParams); NULL
+ * when httpd refuses it. */
+static proxy_worker *template_of(const beacon_target *t, const char *url,
+                                 apr_pool_t *p)
 {
     proxy_worker *tmpl = NULL;
 
@@ -141,6 +143,7 @@ static proxy_worker *template_of(const char *url, apr_pool_t *p)
                                   AP_PROXY_WORKER_IS_PREFIX) != NULL) {
         return NULL;
     }
+    beacon_params_apply(p, t->s, t->policy.params, tmpl);
     return tmpl;
 }
 
@@ -184,15 +187,19 @@ static void complete(beacon_entry *e, proxy_worker_shared *shm,
     memcpy(e->url, e->next_url, sizeof(e->url));
     e->next_url[0] = '\0';
     e->high_ts = 0;
+    e->forgotten = 0;
     e->last_heard = apr_time_now();
     memset(&e->admin, 0, sizeof(e->admin));
+    e->announced_route[0] = '\0';
+    e->announced_lbfactor = 0;
+    e->route_refused_at = 0;
     e->state = BEACON_ENTRY_MEMBER;
 }
 
 void beacon_recycle_finish_entry(beacon_target *t, beacon_entry *e,
                                  proxy_worker_shared *shm, apr_pool_t *p)
 {
-    proxy_worker *tmpl = template_of(e->next_url, p);
+    proxy_worker *tmpl = template_of(t, e->next_url, p);
 
     e->out = 1; /* the new url's first announcement puts it in rotation */
     complete(e, tmpl ? shm : NULL, tmpl);
@@ -262,7 +269,7 @@ proxy_worker *beacon_recycle_take(beacon_target *t, const char *url,
     beacon_entry *e;
     int drift = 0;
 
-    if (!beacon_target_addresses_expire() || (tmpl = template_of(url, p)) == NULL ||
+    if (!beacon_target_addresses_expire() || (tmpl = template_of(t, url, p)) == NULL ||
         (e = best_slot(t, tmpl, apr_time_now(), &info->ready_at, &drift)) == NULL) {
         return NULL;
     }

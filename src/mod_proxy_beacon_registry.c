@@ -18,7 +18,17 @@
  * end inside their fields.
  */
 #define MARK_IN_USE 0x42434e52 /* "BCNR" */
+#define MARK_HEADER 0x42434e48 /* "BCNH" */
 #define REGISTRY_VERSION 3
+
+/* The slotmem holds the header in slot 0, then the entries: each slot is
+ * the size of an entry, which the header fits in. */
+#define HEADER_SLOT 0
+#define FIRST_ENTRY 1
+#define SLOTS (BEACON_REGISTRY_SIZE + FIRST_ENTRY)
+
+_Static_assert(sizeof(beacon_registry_header) <= sizeof(beacon_entry),
+               "the header takes an entry's slot");
 
 struct beacon_registry {
     ap_slotmem_provider_t *storage;
@@ -46,7 +56,7 @@ typedef struct {
 static apr_size_t persisted_data_size(void)
 {
     return APR_ALIGN_DEFAULT(sizeof(unsigned int)) +
-           sizeof(beacon_entry) * BEACON_REGISTRY_SIZE + BEACON_REGISTRY_SIZE;
+           sizeof(beacon_entry) * SLOTS + SLOTS;
 }
 
 /* NULL when the file at path may be restored (or is absent), else why not. */
@@ -82,7 +92,7 @@ static const char *persisted_flaw(apr_pool_t *p, const char *path)
         return "its digest does not match its contents";
     }
     desc = (const persisted_desc *)(buf + data + APR_MD5_DIGESTSIZE);
-    if (desc->size != sizeof(beacon_entry) || desc->num != BEACON_REGISTRY_SIZE) {
+    if (desc->size != sizeof(beacon_entry) || desc->num != SLOTS) {
         return "it describes another layout";
     }
     return NULL;
@@ -160,8 +170,7 @@ beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
     /* check_config made sure mod_slotmem_shm is loaded */
     reg->storage = ap_lookup_provider(AP_SLOTMEM_PROVIDER_GROUP, "shm",
                                       AP_SLOTMEM_PROVIDER_VERSION);
-    rv = reg->storage->create(&reg->slots, name, sizeof(beacon_entry),
-                              BEACON_REGISTRY_SIZE,
+    rv = reg->storage->create(&reg->slots, name, sizeof(beacon_entry), SLOTS,
                               AP_SLOTMEM_TYPE_PREGRAB | AP_SLOTMEM_TYPE_PERSIST,
                               pconf);
     if (rv != APR_SUCCESS) {
@@ -179,7 +188,7 @@ beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
 /* ------------------------------------------------------------------ */
 /* Entries                                                             */
 
-static beacon_entry *slot_at(const beacon_registry *reg, unsigned i)
+static void *raw_slot(const beacon_registry *reg, unsigned i)
 {
     void *p = NULL;
 
@@ -187,6 +196,23 @@ static beacon_entry *slot_at(const beacon_registry *reg, unsigned i)
         return NULL;
     }
     return p;
+}
+
+static beacon_entry *slot_at(const beacon_registry *reg, unsigned i)
+{
+    return raw_slot(reg, i + FIRST_ENTRY);
+}
+
+beacon_registry_header *beacon_registry_header_of(const beacon_registry *reg)
+{
+    beacon_registry_header *h = raw_slot(reg, HEADER_SLOT);
+
+    if (h && (h->magic != MARK_HEADER || h->version != REGISTRY_VERSION)) {
+        h->version = REGISTRY_VERSION;
+        h->max_attempts = -1;
+        h->magic = MARK_HEADER;
+    }
+    return h;
 }
 
 static int terminated(const char *field, apr_size_t size)
@@ -203,7 +229,8 @@ static int is_sound(const beacon_entry *e)
            terminated(e->admin.route, sizeof(e->admin.route)) &&
            terminated(e->admin.redirect, sizeof(e->admin.redirect)) &&
            terminated(e->admin.hcuri, sizeof(e->admin.hcuri)) &&
-           terminated(e->admin.hcexpr, sizeof(e->admin.hcexpr));
+           terminated(e->admin.hcexpr, sizeof(e->admin.hcexpr)) &&
+           terminated(e->announced_route, sizeof(e->announced_route));
 }
 
 beacon_entry *beacon_registry_entry(const beacon_registry *reg, unsigned i)

@@ -59,10 +59,22 @@ typedef struct {
     apr_uint64_t elected_at_out; /* httpd's elected count then */
     apr_int64_t high_ts;       /* its replay high-water mark */
     beacon_admin_settings admin;
+    int announced_lbfactor;    /* the backend's, as applied; 0: none */
+    apr_time_t route_refused_at; /* last "route already used" line */
+    char announced_route[PROXY_WORKER_MAX_ROUTE_SIZE]; /* as applied */
     char balancer[PROXY_BALANCER_MAX_NAME_SIZE];
     char url[BEACON_URL_MAX];
     char next_url[BEACON_URL_MAX];
 } beacon_entry;
+
+/* The registry as a whole: its layout's version, and what beacon wrote
+ * of the balancer itself, so that a change the admin made since is told
+ * from beacon's own (what the balancer's shared state cannot say). */
+typedef struct {
+    apr_uint32_t magic;        /* the header's mark */
+    apr_uint32_t version;
+    apr_int32_t max_attempts;  /* maxattempts beacon set last; -1: never */
+} beacon_registry_header;
 
 typedef struct beacon_registry beacon_registry;
 
@@ -75,6 +87,9 @@ typedef struct beacon_registry beacon_registry;
  */
 beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
                                       const char *key);
+
+/* The header, made new when it is missing or of another layout. */
+beacon_registry_header *beacon_registry_header_of(const beacon_registry *reg);
 
 /* Entry i (0 to BEACON_REGISTRY_SIZE - 1) when it is in use and sound
  * (this layout, its strings terminated), else NULL. */

@@ -114,8 +114,13 @@ static int sign_next(beacon_lane *lane, const char *state, apr_time_t now,
     beacon_sender *snd = lane->snd;
     beacon_announcement_t a;
 
+    memset(&a, 0, sizeof(a)); /* a field this sender does not know: absent */
     a.url = snd->conf->advertise;
     a.svc = snd->conf->service;
+    /* in the leaving one too: the receiver ignores them there, and one
+     * announcement like every other is one less case */
+    a.route = snd->conf->route.value;
+    a.lbfactor = snd->conf->lbfactor.value;
     a.host = snd->hostname;
     a.pid = getpid();
     a.state = state;

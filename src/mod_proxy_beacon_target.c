@@ -298,6 +298,7 @@ proxy_worker *beacon_target_share_new(beacon_target *t, const char *url,
     }
     PROXY_COPY_CONF_PARAMS(w, t->conf);
     member_settings(w);
+    beacon_params_apply(t->conf->pool, t->s, t->policy.params, w);
     salt_identity(w);
     if ((rv = b->storage->grab(b->wslot, &idx)) != APR_SUCCESS) {
         beacon_target_forget_worker(b, w, NULL, 0, 0);
@@ -319,12 +320,29 @@ proxy_worker *beacon_target_share_new(beacon_target *t, const char *url,
 
 /* As mod_proxy_balancer does for static members: a request may try them
  * all, unless the admin set maxattempts. */
+/*
+ * maxattempts as httpd sets it for static members (members minus one), for
+ * a balancer beacon fills at runtime, only while the value is beacon's:
+ * one the configuration set before beacon wrote any, or one typed into
+ * balancer-manager (which writes the value, not the flag that puts it in
+ * effect) differs from what beacon wrote last, and is the admin's. Then
+ * beacon only puts it in effect, and never changes it.
+ */
 void beacon_target_count_failover(beacon_target *t)
 {
-    if (t->manage_max_attempts && t->b->workers->nelts > 1) {
-        t->b->s->max_attempts = t->b->workers->nelts - 1;
-        t->b->s->max_attempts_set = 1;
+    proxy_balancer_shared *bs = t->b->s;
+    beacon_registry_header *h = beacon_registry_header_of(t->registry);
+    int admins;
+
+    if (h == NULL || t->b->workers->nelts < 2) {
+        return;
     }
+    admins = h->max_attempts >= 0 ? bs->max_attempts != h->max_attempts
+                                  : bs->max_attempts_set || bs->max_attempts != 0;
+    if (!admins) {
+        bs->max_attempts = h->max_attempts = t->b->workers->nelts - 1;
+    }
+    bs->max_attempts_set = 1;
 }
 
 /* Where the member lives, for a restart or a recycling to find it. */
@@ -367,4 +385,74 @@ void beacon_target_set_disabled_flag(proxy_worker_shared *shm, int disabled)
         new = disabled ? old | PROXY_WORKER_DISABLED
                        : old & ~(apr_uint32_t)PROXY_WORKER_DISABLED;
     } while (apr_atomic_cas32(status, new, old) != old);
+}
+
+/* ------------------------------------------------------------------ */
+/* What a backend announces of itself                                  */
+
+int beacon_target_attrs_changed(const beacon_entry *e,
+                                const beacon_member_attrs *attrs)
+{
+    return attrs != NULL &&
+           ((attrs->route[0] && strcmp(attrs->route, e->announced_route) != 0) ||
+            (attrs->lbfactor && attrs->lbfactor != e->announced_lbfactor));
+}
+
+/* The member other than shm whose route is route, or NULL. */
+static const proxy_worker *route_holder(const beacon_target *t,
+                                        const proxy_worker_shared *shm,
+                                        const char *route)
+{
+    proxy_worker **w = (proxy_worker **)t->b->workers->elts;
+    int i;
+
+    for (i = 0; i < t->b->workers->nelts; i++) {
+        if (w[i]->s != shm && strcmp(w[i]->s->route, route) == 0) {
+            return w[i];
+        }
+    }
+    return NULL;
+}
+
+static void apply_route(beacon_target *t, beacon_entry *e,
+                        proxy_worker_shared *shm, const char *route)
+{
+    const proxy_worker *holder = route_holder(t, shm, route);
+    apr_time_t now = apr_time_now();
+
+    if (holder != NULL) {
+        /* stickiness must name one member: the later one goes without */
+        if (now - e->route_refused_at >= BEACON_LOG_EVERY) {
+            e->route_refused_at = now;
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, t->s, BCNLOGNO(00093)
+                         "route %s already used by %s in %s: %s joins "
+                         "without it", route, holder->s->name_ex,
+                         t->b->s->name, e->url);
+        }
+        return;
+    }
+    apr_cpystrn(shm->route, route, sizeof(shm->route));
+    apr_cpystrn(e->announced_route, route, sizeof(e->announced_route));
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00094)
+                 "changed route of %s to %s in %s", e->url, route,
+                 t->b->s->name);
+}
+
+void beacon_target_apply_attrs(beacon_target *t, beacon_entry *e,
+                               proxy_worker_shared *shm,
+                               const beacon_member_attrs *attrs)
+{
+    if (attrs == NULL) {
+        return;
+    }
+    if (attrs->route[0] && strcmp(attrs->route, e->announced_route) != 0) {
+        apply_route(t, e, shm, attrs->route);
+    }
+    if (attrs->lbfactor && attrs->lbfactor != e->announced_lbfactor) {
+        shm->lbfactor = e->announced_lbfactor = attrs->lbfactor;
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00095)
+                     "changed lbfactor of %s to %d.%02d in %s", e->url,
+                     attrs->lbfactor / 100, attrs->lbfactor % 100,
+                     t->b->s->name);
+    }
 }

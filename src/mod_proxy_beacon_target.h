@@ -17,7 +17,6 @@ struct beacon_target {
     server_rec *s;
     proxy_server_conf *conf;
     proxy_balancer *b;
-    int manage_max_attempts; /* the admin left maxattempts unset */
     beacon_registry *registry;
     beacon_member_policy policy;
 };
@@ -76,7 +75,8 @@ void beacon_target_forget_worker(proxy_balancer *b, const proxy_worker *w,
                                  proxy_worker_shared *shm, int have_slot,
                                  unsigned idx);
 
-/* maxattempts as httpd sets it for static members, unless the admin did. */
+/* maxattempts as httpd sets it for static members, while the value is
+ * beacon's (not the configuration's, nor typed into balancer-manager). */
 void beacon_target_count_failover(beacon_target *t);
 
 /* Registry bookkeeping: where e's member lives; and beacon taking it out
@@ -84,6 +84,19 @@ void beacon_target_count_failover(beacon_target *t);
 void beacon_target_note_slot(beacon_entry *e, const proxy_worker_shared *shm);
 void beacon_target_mark_out(beacon_entry *e, const proxy_worker_shared *shm,
                             int out);
+
+/* Under the balancer's locks: gives the member of e (slot shm) the route
+ * and load factor its backend announces, where they differ from what it
+ * announced before; a route another member has is refused (logged at
+ * most every 10 s per member) and tried again with the next
+ * announcement. Logs each change. */
+void beacon_target_apply_attrs(beacon_target *t, beacon_entry *e,
+                               proxy_worker_shared *shm,
+                               const beacon_member_attrs *attrs);
+
+/* Whether attrs say something e's member does not have yet. */
+int beacon_target_attrs_changed(const beacon_entry *e,
+                                const beacon_member_attrs *attrs);
 
 /* Sets or clears Disabled, and nothing else, of a shared status word. */
 void beacon_target_set_disabled_flag(proxy_worker_shared *shm, int disabled);

@@ -32,17 +32,24 @@ BEACONCTL = os.environ.get("BEACONCTL") or os.path.join(
 
 
 
-def v1_vectors():
-    """The v1 rows of tests/vectors/announcements.txt (docs/wire-format.md,
-    "Test vectors"), [(secret, datagram)] in file order. These rows hold no
-    escape (tests/vectors/README.md), which is checked."""
+def vectors():
+    """Every row of tests/vectors/announcements.txt (docs/wire-format.md,
+    "Test vectors"), [(version, secret, datagram)] in file order. These rows
+    hold no escape (tests/vectors/README.md), which is checked."""
     path = os.path.join(HERE, "..", "vectors", "announcements.txt")
     with open(path, encoding="ascii") as f:
         lines = [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
     assert lines[0] == "version\tsecret\tdatagram", lines[0]
-    rows = [l.split("\t") for l in lines[1:]]
-    v1 = [(secret, datagram) for version, secret, datagram in rows if version == "v1"]
-    assert len(v1) == 3 and not any("\\" in d for _, d in v1), v1
+    rows = [tuple(l.split("\t")) for l in lines[1:]]
+    assert not any("\\" in d for _, _, d in rows), rows
+    return rows
+
+
+def v1_vectors():
+    """The v1 rows, [(secret, datagram)]."""
+    v1 = [(secret, datagram) for version, secret, datagram in vectors()
+          if version == "v1"]
+    assert len(v1) == 3, v1
     return v1
 
 
@@ -50,6 +57,10 @@ def v1_vectors():
 # url announcement under the passphrase.
 [(HEX_SECRET, VECTOR_URL), (_, VECTOR_HEARTBEAT),
  (PASSPHRASE, VECTOR_PASSPHRASE)] = v1_vectors()
+
+# The v1.1 announcement with a route and a load factor.
+[VECTOR_ROUTE] = [d for v, _, d in vectors()
+                  if v == "v1.1" and " route=" in d and " lbfactor=" in d]
 
 TIMEOUT = 10.0  # seconds: the bound on every wait; nothing sleeps a fixed time
 
@@ -290,6 +301,52 @@ class SignTest(CliTestCase):
         r = run(["sign", "--ts", "5", "--service", "s" * 63], secret=HEX_SECRET)
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_route_and_lbfactor_give_the_v1_1_vector(self):
+        self.assertEqual(self.sign(
+            "--url", "http://10.0.0.5:8080", "--host", "web-1", "--pid",
+            "4242", "--seq", "19", "--ts", "1796000000000002",
+            "--route", "web1", "--lbfactor", "2.5", secret=HEX_SECRET),
+            VECTOR_ROUTE)
+
+    # The option of sign that writes each field of the wire format.
+    OPTION_OF = {"url": "--url", "host": "--host", "pid": "--pid",
+                 "seq": "--seq", "ts": "--ts", "svc": "--service",
+                 "route": "--route", "lbfactor": "--lbfactor",
+                 "state": "--state"}
+
+    def test_every_vector_is_signed_again_from_its_fields(self):
+        # v1 and v1.1 rows alike: a row added to the file is checked too
+        for version, secret, datagram in vectors():
+            with self.subTest(version=version, datagram=datagram):
+                fields = [t.split("=", 1) for t in datagram.split(" ")[1:-1]]
+                args = [a for k, v in fields for a in (self.OPTION_OF[k], v)]
+                self.assertEqual(self.sign(*args, secret=secret), datagram)
+
+    def test_route_and_lbfactor_are_written_between_svc_and_state(self):
+        out = self.sign("--ts", "5", "--state", "leaving", "--lbfactor", "100",
+                        "--route", "node-2.eu_1", "--service", "shop",
+                        secret=HEX_SECRET)
+        self.assertRegex(out, r"^BEACON ts=5 svc=shop route=node-2\.eu_1 "
+                              r"lbfactor=100 state=leaving mac=[0-9a-f]{16}$")
+
+    def test_an_invalid_route_or_lbfactor_is_a_usage_error_naming_the_rule(self):
+        bad = [("--route", v, ["1 to 63", "A-Z a-z 0-9 . _ -", "route="])
+               for v in ("", "web/1", "web 1", "r" * 64, "caf\u00e9")]
+        bad += [("--lbfactor", v, ["1 to 100", "two decimals", "lbfactor="])
+                for v in ("", "0", "0.99", "100.01", "101", "2.555", "-1",
+                          "+2", "1e2", "2.", ".5", "2,5", " 2")]
+        for option, value, words in bad:
+            with self.subTest(option=option, value=value):
+                r = run(["sign", "--ts", "5", option, value], secret=HEX_SECRET)
+                self.assert_one_line_error(
+                    r, must_contain=[f"{option} '", *words])
+        for option, value in (("--route", "r" * 63), ("--lbfactor", "1"),
+                              ("--lbfactor", "100"), ("--lbfactor", "99.99"),
+                              ("--lbfactor", "007.5")):
+            with self.subTest(option=option, value=value):
+                out = self.sign("--ts", "5", option, value, secret=HEX_SECRET)
+                self.assertIn(f" {option[2:]}={value} ", out)
+
     def test_ts_now_is_this_clock(self):
         before = now_usec()
         out = self.sign("--ts", "now", secret=HEX_SECRET)
@@ -349,16 +406,18 @@ class ListenTest(CliTestCase):
         line = self.listener.expect(r"^(accepted|dropped) ")
         self.assertRegex(line, r"^dropped replayed/reordered ts from ")
 
-    def test_accepted_lines_show_svc_in_wire_order(self):
+    def test_accepted_lines_show_the_v1_1_fields_in_wire_order(self):
         ts = now_usec()
         signed = run(["sign", "--url", "http://127.0.0.1:8085",
-                      "--host", "web-1", "--ts", str(ts),
-                      "--service", "cart", "--state", "leaving"],
+                      "--host", "web-1", "--ts", str(ts), "--service", "cart",
+                      "--route", "web1", "--lbfactor", "2.5",
+                      "--state", "leaving"],
                      secret=HEX_SECRET).stdout.rstrip("\n")
         udp_send(self.listener.port, signed)
         line = self.listener.expect(r"^(accepted|dropped) ")
         self.assertRegex(line, rf"^accepted url=http://127\.0\.0\.1:8085 "
-                               rf"host=web-1 ts={ts} svc=cart state=leaving "
+                               rf"host=web-1 ts={ts} svc=cart route=web1 "
+                               rf"lbfactor=2\.5 state=leaving "
                                rf"from 127\.0\.0\.1:\d+ -> ignore$")
         heartbeat = run(["sign", "--ts", "now", "--service", "cart"],
                         secret=HEX_SECRET).stdout.rstrip("\n")
@@ -366,6 +425,17 @@ class ListenTest(CliTestCase):
         line = self.listener.expect(r"^(accepted|dropped) ")
         self.assertRegex(line, r"^accepted heartbeat ts=\d+ svc=cart "
                                r"from 127\.0\.0\.1:\d+$")
+
+    def test_a_bad_route_or_lbfactor_is_a_bad_field_named_by_its_key(self):
+        # sign refuses them, so the datagrams are signed here
+        for key, value in (("route", "web/1"), ("lbfactor", "0.5")):
+            body = (f"BEACON url=http://127.0.0.1:8091 ts={now_usec()} "
+                    f"{key}={value}")
+            udp_send(self.listener.port, sign_body(body))
+            line = self.listener.expect(r"^(accepted|dropped) ")
+            self.assertRegex(line, rf"^dropped bad field {key} from "
+                                   rf"127\.0\.0\.1:\d+: \"BEACON .* "
+                                   rf"{key}={re.escape(value)} mac=")
 
     def test_a_bad_svc_is_a_bad_field_named_by_its_key(self):
         # sign refuses a bad service, so the datagram is signed here
@@ -609,6 +679,25 @@ class SendTest(CliTestCase):
                                r"from 127\.0\.0\.1:\d+ -> add$")
         self.assertEqual(listener.wait(), 0)
 
+    def test_route_and_lbfactor_are_sent_in_every_datagram(self):
+        listener = Listener()
+        self.addCleanup(listener.stop)
+        sender = Process(["send", "--interval", "0.2",
+                          "--to", f"127.0.0.1:{listener.port}",
+                          "--url", "http://127.0.0.1:8092", "--host", "web-4",
+                          "--route", "web4", "--lbfactor", "3.25"])
+        self.addCleanup(sender.stop)
+        line = listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, r"^accepted url=http://127\.0\.0\.1:8092 "
+                               r"host=web-4 pid=\d+ seq=0 ts=\d+ route=web4 "
+                               r"lbfactor=3\.25 from 127\.0\.0\.1:\d+ -> add$")
+        sender.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(sender.wait(), 0, sender.stderr())
+        line = listener.expect(r"state=")
+        self.assertRegex(line, r"^accepted url=http://127\.0\.0\.1:8092 .* "
+                               r"route=web4 lbfactor=3\.25 state=leaving "
+                               r"from 127\.0\.0\.1:\d+ -> disable$")
+
     def test_once_to_no_reachable_target_exits_1(self):
         r = run(["send", "--once", "--to", "255.255.255.255:9",
                  "--url", "http://127.0.0.1:8084"], secret=HEX_SECRET)
@@ -695,6 +784,12 @@ class ErrorTest(CliTestCase):
             ["listen", "--bind", "127.0.0.1:0", "--service", "x",
              "--service", "y"],
             ["send", "--to", "127.0.0.1:9", "--service", "s" * 64],
+            ["send", "--to", "127.0.0.1:9", "--route", "web/1"],
+            ["send", "--to", "127.0.0.1:9", "--route", "r" * 64],
+            ["send", "--to", "127.0.0.1:9", "--lbfactor", "0.5"],
+            ["send", "--to", "127.0.0.1:9", "--lbfactor", "1.005"],
+            ["send", "--to", "127.0.0.1:9", "--route", "a", "--route", "b"],
+            ["sign", "--ts", "1", "--lbfactor", "2", "--lbfactor", "3"],
             ["sign"],
             ["sign", "--ts", "12x"],
             ["sign", "--ts", "1", "--pid", "-1"],
@@ -840,12 +935,14 @@ class SecretFileTest(CliTestCase):
 
 class HelpTest(CliTestCase):
     OPTIONS = {
-        "send": ["--to", "--url", "--host", "--service", "--interval",
-                 "--once", "--verbose", "--secret-file", "--help"],
+        "send": ["--to", "--url", "--host", "--service", "--route",
+                 "--lbfactor", "--interval", "--once", "--verbose",
+                 "--secret-file", "--help"],
         "listen": ["--bind", "--max-skew", "--count", "--service",
                    "--secret-file", "--help"],
         "sign": ["--url", "--host", "--pid", "--seq", "--ts", "--service",
-                 "--state", "--secret-file", "--help"],
+                 "--route", "--lbfactor", "--state", "--secret-file",
+                 "--help"],
         "keygen": ["--help"],
     }
 

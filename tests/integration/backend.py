@@ -7,7 +7,8 @@ balancer picked. Run as a script, this file is the server itself:
     python3 backend.py NAME PORT
 
 Every GET/HEAD gets 200 and body NAME (GET /slow/MS after MS milliseconds:
-a request held in flight); each request's path is printed to
+a request held in flight; GET /health 503 while the backend is made sick
+with Backend.set_healthy(False)); each request's path is printed to
 stdout (Backend.requests() reads it back), e.g. to see `GET //x`.
 """
 
@@ -26,12 +27,14 @@ class Backend(ChildProcess):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(workdir) / f"backend-{name}.log"
+        self.sick_path = Path(workdir) / f"backend-{name}.sick"
         self.proc = None
 
     def start(self, timeout=10):
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, __file__, self.name, str(self.port)],
+                [sys.executable, __file__, self.name, str(self.port),
+                 str(self.sick_path)],
                 stdout=log, stderr=subprocess.STDOUT)
         wait_for(self._answers, timeout, f"backend {self.name} on port {self.port}")
         return self
@@ -51,13 +54,20 @@ class Backend(ChildProcess):
         finally:
             conn.close()
 
+    def set_healthy(self, healthy):
+        """GET /health answers 200 (healthy) or 503 from now on."""
+        if healthy:
+            self.sick_path.unlink(missing_ok=True)
+        else:
+            self.sick_path.touch()
+
     def requests(self):
         """Request lines ("GET /path") served so far, readiness probes excluded."""
         lines = self.log_path.read_text().splitlines()
         return [l for l in lines if l.startswith(("GET ", "HEAD ")) and l != "GET /_ready"]
 
 
-def serve(name, port):
+def serve(name, port, sick_path=None):
     import threading
     import time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -65,9 +75,9 @@ def serve(name, port):
     log_lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
-        def _answer(self, with_body):
+        def _answer(self, with_body, status=200):
             body = name.encode()
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Type", "text/plain")
             self.send_header("Content-Length", str(len(body)))
             self.send_header("X-Backend", name)
@@ -88,7 +98,8 @@ def serve(name, port):
             self._log_request()
             if self.path.startswith("/slow/"):
                 time.sleep(int(self.path.split("/")[2]) / 1000)
-            self._answer(True)
+            sick = self.path == "/health" and sick_path and Path(sick_path).exists()
+            self._answer(True, 503 if sick else 200)
 
         def do_HEAD(self):
             self._log_request()
@@ -102,4 +113,4 @@ def serve(name, port):
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], int(sys.argv[2]))
+    serve(sys.argv[1], int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)

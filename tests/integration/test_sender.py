@@ -12,14 +12,16 @@ from pathlib import Path
 import pytest
 
 import beacon_wire as bw
-from beacon_env import SECRET, enabled, make_proxy, wait_member
-from httpd import wait_for
+from beacon_env import SECRET, enabled, make_proxy, receiver_config, wait_member
+from httpd import free_port, wait_for
 
 pytestmark = pytest.mark.beacon
 
 
-def sender_httpd(httpd_factory, targets, advertise=True, interval="1", mpm="event"):
-    """A backend apache2 that loads no proxy module at all, only ours."""
+def sender_httpd(httpd_factory, targets, advertise=True, interval="1", mpm="event",
+                 extra=""):
+    """A backend apache2 that loads no proxy module at all, only ours;
+    extra: more directives for its main server."""
     h = httpd_factory(mpm=mpm)
     lines = [line for line in h.modules_config().splitlines()
              if line.startswith(("LoadModule mpm_", "LoadModule authz_core",
@@ -29,7 +31,7 @@ def sender_httpd(httpd_factory, targets, advertise=True, interval="1", mpm="even
     h.tail_config = (f"ProxyBeaconAddress {' '.join(targets)}\n"
                      + (f"ProxyBeaconAdvertise http://127.0.0.1:{h.port}\n" if advertise else "")
                      + f"ProxyBeaconInterval {interval}\n"
-                     + f"ProxyBeaconSecret {SECRET}\n")
+                     + f"ProxyBeaconSecret {SECRET}\n" + extra)
     (h.dir / "htdocs" / "index.html").write_text(f"backend {h.port}")
     return h
 
@@ -165,7 +167,114 @@ def test_a_child_retired_while_its_siblings_serve_is_no_departure(httpd_factory,
                      r"siblings serve" % owner, since=0)
 
 
+def test_a_sender_announces_its_route_and_load_factor(httpd_factory):
+    """ProxyBeaconRoute and ProxyBeaconLBFactor reach the proxy's member
+    with the announcement that adds it, before its first request."""
+    proxy, ann = make_proxy(httpd_factory)
+    backend = sender_httpd(httpd_factory, [f"127.0.0.1:{ann.addr[1]}"],
+                           extra="ProxyBeaconRoute web1\nProxyBeaconLBFactor 2.5\n")
+    backend.start()
+    member = wait_member(proxy, f"http://127.0.0.1:{backend.port}")
+    assert (member["route"], member["loadfactor"]) == ("web1", "2.50")
+
+
+def test_route_and_load_factor_are_in_every_announcement_of_their_server_only(
+        httpd_factory, datagrams):
+    """The leaving announcement says them too; a virtual host that is a
+    sender of its own announces what it names, not the main server's."""
+    other, vport = Datagrams(), free_port()
+    try:
+        backend = sender_httpd(
+            httpd_factory, [datagrams.target], interval="30",
+            extra=(f"ProxyBeaconRoute web1\nProxyBeaconLBFactor 2.5\n"
+                   f"Listen 127.0.0.1:{vport}\n<VirtualHost 127.0.0.1:{vport}>\n"
+                   f"    ProxyBeaconAddress {other.target}\n"
+                   f"    ProxyBeaconAdvertise http://127.0.0.1:{vport}\n"
+                   "</VirtualHost>\n"))
+        backend.start()
+        first = datagrams.until(lambda d: True, 10, "the main server's announcement")[-1]
+        assert (first["route"], first["lbfactor"]) == ("web1", "2.5")
+        vhost = other.until(lambda d: True, 10, "the virtual host's announcement")[-1]
+        assert vhost["url"] == f"http://127.0.0.1:{vport}"
+        assert "route" not in vhost and "lbfactor" not in vhost, vhost
+        backend.stop()
+        leaving = datagrams.until(lambda d: d.get("state") == "leaving", 5,
+                                  "state=leaving at the stop")[-1]
+        assert (leaving["route"], leaving["lbfactor"]) == ("web1", "2.5")
+    finally:
+        other.close()
+
+
+SENDER = f"ProxyBeaconAddress 127.0.0.1:5556\nProxyBeaconSecret {SECRET}\n"
+ANNOUNCED_ERRORS = [
+    ("a route with a slash", SENDER + "ProxyBeaconRoute web/1\n",
+     "ProxyBeaconRoute: 'web/1' is not a route (1 to 63 letters, digits, "
+     "'.', '_' or '-')"),
+    ("a route of 64 bytes", SENDER + f"ProxyBeaconRoute {'r' * 64}\n",
+     f"ProxyBeaconRoute: '{'r' * 64}' is not a route"),
+    ("a load factor below 1", SENDER + "ProxyBeaconLBFactor 0.5\n",
+     "ProxyBeaconLBFactor: '0.5' is not a load factor (1 to 100 with at most "
+     "two decimals"),
+    ("a load factor above 100", SENDER + "ProxyBeaconLBFactor 101\n",
+     "ProxyBeaconLBFactor: '101' is not a load factor"),
+    ("a load factor with three decimals", SENDER + "ProxyBeaconLBFactor 2.505\n",
+     "ProxyBeaconLBFactor: '2.505' is not a load factor"),
+    ("a route in a receiver", receiver_config(5555) + "ProxyBeaconRoute web1\n",
+     "ProxyBeaconRoute needs ProxyBeaconAddress in the same server (%s:%d)"),
+    ("a load factor in a server without a role",
+     f"ProxyBeaconSecret {SECRET}\nProxyBeaconLBFactor 2\n",
+     "ProxyBeaconLBFactor needs ProxyBeaconAddress in the same server (%s:%d)"),
+    ("a route in a virtual host of a sender: roles are not inherited",
+     SENDER + "<VirtualHost 127.0.0.1:5557>\n    ProxyBeaconRoute web1\n"
+     "</VirtualHost>\n",
+     "ProxyBeaconRoute needs ProxyBeaconAddress in the same server (%s:%d)"),
+]
+
+
+@pytest.mark.parametrize("case,config,message", ANNOUNCED_ERRORS,
+                         ids=[c[0] for c in ANNOUNCED_ERRORS])
+def test_bad_route_and_load_factor_fail_apache2_t(httpd_factory, case, config, message):
+    h = httpd_factory(tail_config=config)
+    rc, out = h.check_config()
+    if "%s:%d" in message:  # the file and line of the directive named
+        text = h.config_text()
+        line = text[:text.index(message.split()[0] + " ")].count("\n") + 1
+        message = message % (h.conf_path, line)
+    assert rc != 0, f"{case}: apache2 -t passed:\n{out}"
+    assert message in out, out
+
+
+def test_good_route_and_load_factor_pass_apache2_t(httpd_factory):
+    h = httpd_factory(tail_config=SENDER + "ProxyBeaconRoute Node-2.eu_1\n"
+                                           "ProxyBeaconLBFactor 99.99\n")
+    assert h.check_config() == (0, "Syntax OK\n")
+
+
 BEACONCTL = Path(__file__).resolve().parents[2] / "build" / "beaconctl"
+
+
+class BeaconctlSend:
+    """`beaconctl send` announcing url to ann's proxy every 0.5 s, with the
+    secret in a file, as a context manager: on exit it is told to stop
+    (SIGTERM), which it must answer with state=leaving and status 0."""
+
+    def __init__(self, ann, url, workdir, *options):
+        secret = workdir / "secret"
+        secret.write_text(SECRET + "\n")
+        secret.chmod(0o600)
+        self.args = [str(BEACONCTL), "send", "--to", f"127.0.0.1:{ann.addr[1]}",
+                     "--url", url, "--interval", "0.5", "--secret-file", str(secret),
+                     *options]
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(10) == 0, self.proc.stderr.read()
+        self.proc.stderr.close()
 
 
 @pytest.mark.skipif(not BEACONCTL.exists(), reason="build/beaconctl is not built")
@@ -173,21 +282,21 @@ def test_beaconctl_send_joins_and_leaves_like_a_module_sender(httpd_factory,
                                                               backend_factory, workdir):
     proxy, ann = make_proxy(httpd_factory)
     b = backend_factory("cli")
-    secret = workdir / "secret"
-    secret.write_text(SECRET + "\n")
-    secret.chmod(0o600)
-    sender = subprocess.Popen([str(BEACONCTL), "send", "--to", f"127.0.0.1:{ann.addr[1]}",
-                               "--url", b.url, "--interval", "0.5",
-                               "--secret-file", str(secret)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
+    with BeaconctlSend(ann, b.url, workdir):
         wait_member(proxy, b.url)
         assert proxy.get("/") == (200, "cli")
-    finally:
-        sender.send_signal(signal.SIGTERM)
-        assert sender.wait(10) == 0, sender.stderr.read()
     proxy.wait_log(r"backend leaving %s" % b.url)
     assert not enabled(proxy.worker(b.url))
+
+
+@pytest.mark.skipif(not BEACONCTL.exists(), reason="build/beaconctl is not built")
+def test_beaconctl_send_announces_route_and_load_factor(httpd_factory, backend_factory,
+                                                        workdir):
+    proxy, ann = make_proxy(httpd_factory)
+    b = backend_factory("cli")
+    with BeaconctlSend(ann, b.url, workdir, "--route", "cli-1", "--lbfactor", "7.25"):
+        member = wait_member(proxy, b.url)
+        assert (member["route"], member["loadfactor"]) == ("cli-1", "7.25")
 
 
 class Datagrams:

@@ -220,13 +220,30 @@ def member_states(h):
     return {w["name"]: "Dis" not in w["flags"] for w in h.balancer_members()}
 
 
+def log_time(line):
+    """A log line's time in seconds of the day, or None."""
+    m = re.match(r"\[\w+ \w+ \d+ (\d+):(\d+):(\d+\.\d+) \d+\]", line)
+    return None if m is None else int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
+
+
+# A request elected just before its member left rotation is declined at
+# connect time (httpd's "worker is in error" check), logged as AH01114 with
+# no connect attempt, and fails over: allowed this soon after beacon took a
+# member out (BCN00035).
+DECLINED_AFTER_DISABLE = 0.5
+
+
 def connect_errors(log, died_ports):
     """(lines, strays): httpd's CONNECT_REFUSED_TAGS lines, and those of
     them that are not about a backend that died: AH00957 and AH00959 must
     name a port in died_ports; AH01114, which names no port, must follow
-    an AH00957 of the same thread (the same request)."""
+    an AH00957 of the same thread (the same request), or come right after
+    beacon took a member out of rotation."""
     lines, strays, thread_ok = [], [], {}
+    disabled_at = None
     for line in log.splitlines():
+        if "BCN00035: " in line and "from balancer://" in line:
+            disabled_at = log_time(line)
         tag = next((t for t in CONNECT_REFUSED_TAGS if f"{t}:" in line), None)
         if tag is None:
             continue
@@ -239,7 +256,10 @@ def connect_errors(log, died_ports):
         elif tag == "AH00959":
             ok = bool(ports) and ports <= died_ports
         else:
-            ok = thread_ok.pop(thread, False)
+            at = log_time(line)
+            ok = thread_ok.pop(thread, False) or (
+                disabled_at is not None and at is not None and
+                0 <= at - disabled_at <= DECLINED_AFTER_DISABLE)
         if not ok:
             strays.append(line)
     return lines, strays

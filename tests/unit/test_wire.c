@@ -256,14 +256,14 @@ static void format_writes_fields_in_wire_order_and_omits_absent_ones(void **stat
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t leaving = {"http://10.0.0.5:8080", "web-1", 4242, 19,
                                      APR_INT64_C(1796000000000002), "leaving",
-                                     NULL};
+                                     NULL, NULL, NULL};
     beacon_announcement_t bare = {NULL, NULL, -1, -1,
-                                  APR_INT64_C(1796000000000000), NULL, NULL};
+                                  APR_INT64_C(1796000000000000), NULL, NULL, NULL, NULL};
     beacon_announcement_t zeros = {"http://[::1]:8080", NULL, 0, 0, 0, NULL,
-                                   NULL};
+                                   NULL, NULL, NULL};
     beacon_announcement_t all = {"http://10.0.0.5:8080", "web-1", 4242, 21,
                                  APR_INT64_C(1796000000000004), "leaving",
-                                 "shop"};
+                                 "shop", NULL, NULL};
     char buf[512];
     int n;
 
@@ -287,6 +287,53 @@ static void format_writes_fields_in_wire_order_and_omits_absent_ones(void **stat
                              "state=leaving mac=f479f8b2f17e698c");
 }
 
+/* The version 1.1 vector of docs/wire-format.md, written by the sender. */
+static void format_writes_route_and_lbfactor_after_ts(void **state)
+{
+    beacon_key_t k = spec_hex_key();
+    beacon_announcement_t a = {"http://10.0.0.5:8080", "web-1", 4242, 19,
+                               APR_INT64_C(1796000000000002), NULL, NULL,
+                               "web1", "2.5"};
+    char buf[512];
+    int n;
+
+    (void)state;
+    n = beacon_format(buf, sizeof buf, &a, &k);
+    assert_int_equal(n, strlen(buf));
+    assert_string_equal(buf, "BEACON url=http://10.0.0.5:8080 host=web-1 "
+                             "pid=4242 seq=19 ts=1796000000000002 route=web1 "
+                             "lbfactor=2.5 mac=f691980003d5caa3");
+}
+
+static void lbfactor_is_read_in_hundredths(void **state)
+{
+    static const struct {
+        const char *text;
+        int hundredths;
+    } rows[] = {
+        {"1", 100},      {"2.5", 250},   {"2.50", 250}, {"99.99", 9999},
+        {"100", 10000},  {"100.0", 10000}, {"007", 700}, {"1.05", 105},
+        {"0.99", -1},    {"0", -1},      {"100.01", -1}, {"101", -1},
+        {"1.234", -1},   {".5", -1},     {"5.", -1},    {"1e2", -1},
+        {"-5", -1},      {"+5", -1},     {"", -1},      {"1..5", -1},
+        {"1000000", -1}, {" 5", -1},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        int got = beacon_lbfactor_parse(rows[i].text, strlen(rows[i].text));
+
+        if (got != rows[i].hundredths) {
+            print_error("lbfactor '%s': %d, want %d\n", rows[i].text, got,
+                        rows[i].hundredths);
+        }
+        assert_int_equal(got, rows[i].hundredths);
+    }
+    assert_int_equal(beacon_lbfactor_parse(NULL, 0), -1);
+    assert_int_equal(beacon_lbfactor_parse("2.5x", 3), 250); /* len counts */
+}
+
 typedef struct {
     const char *name;
     beacon_announcement_t a;
@@ -295,26 +342,32 @@ typedef struct {
 static void format_rejects_values_it_cannot_put_on_the_wire(void **state)
 {
     static const format_bad_row_t rows[] = {
-        {"a space in host", {NULL, "web 1", 1, 1, 1, NULL, NULL}},
-        {"a space in url", {"http://h x", NULL, 1, 1, 1, NULL, NULL}},
-        {"a space in state", {NULL, NULL, 1, 1, 1, "leav ing", NULL}},
-        {"an empty host", {NULL, "", 1, 1, 1, NULL, NULL}},
-        {"an empty url", {"", NULL, 1, 1, 1, NULL, NULL}},
-        {"an empty state", {NULL, NULL, 1, 1, 1, "", NULL}},
-        {"a newline in host", {NULL, "web-1\n", 1, 1, 1, NULL, NULL}},
-        {"a control byte in host", {NULL, "web\x01" "1", 1, 1, 1, NULL, NULL}},
-        {"DEL in host", {NULL, "web\x7f", 1, 1, 1, NULL, NULL}},
-        {"a tab in state", {NULL, NULL, 1, 1, 1, "leaving\t", NULL}},
-        {"a negative ts", {NULL, NULL, 1, 1, -1, NULL, NULL}},
+        {"a space in host", {NULL, "web 1", 1, 1, 1, NULL, NULL, NULL, NULL}},
+        {"a space in url", {"http://h x", NULL, 1, 1, 1, NULL, NULL, NULL, NULL}},
+        {"a space in state", {NULL, NULL, 1, 1, 1, "leav ing", NULL, NULL, NULL}},
+        {"an empty host", {NULL, "", 1, 1, 1, NULL, NULL, NULL, NULL}},
+        {"an empty url", {"", NULL, 1, 1, 1, NULL, NULL, NULL, NULL}},
+        {"an empty state", {NULL, NULL, 1, 1, 1, "", NULL, NULL, NULL}},
+        {"a newline in host", {NULL, "web-1\n", 1, 1, 1, NULL, NULL, NULL, NULL}},
+        {"a control byte in host", {NULL, "web\x01" "1", 1, 1, 1, NULL, NULL, NULL, NULL}},
+        {"DEL in host", {NULL, "web\x7f", 1, 1, 1, NULL, NULL, NULL, NULL}},
+        {"a tab in state", {NULL, NULL, 1, 1, 1, "leaving\t", NULL, NULL, NULL}},
+        {"a negative ts", {NULL, NULL, 1, 1, -1, NULL, NULL, NULL, NULL}},
         {"a ts of 19 digits", {NULL, NULL, 1, 1,
-                               APR_INT64_C(1000000000000000000), NULL, NULL}},
-        {"an empty svc", {NULL, NULL, 1, 1, 1, NULL, ""}},
+                               APR_INT64_C(1000000000000000000), NULL, NULL, NULL, NULL}},
+        {"an empty svc", {NULL, NULL, 1, 1, 1, NULL, "", NULL, NULL}},
         {"a svc with a character outside [A-Za-z0-9._-]",
-         {NULL, NULL, 1, 1, 1, NULL, "shop!"}},
-        {"a svc with a space", {NULL, NULL, 1, 1, 1, NULL, "my shop"}},
+         {NULL, NULL, 1, 1, 1, NULL, "shop!", NULL, NULL}},
+        {"a svc with a space", {NULL, NULL, 1, 1, 1, NULL, "my shop", NULL, NULL}},
         {"a svc of 64 bytes",
          {NULL, NULL, 1, 1, 1, NULL,
-          "s123456789s123456789s123456789s123456789s123456789s123456789abcd"}},
+          "s123456789s123456789s123456789s123456789s123456789s123456789abcd", NULL, NULL}},
+        {"a route with a slash", {NULL, NULL, 1, 1, 1, NULL, NULL, "web/1", NULL}},
+        {"an empty route", {NULL, NULL, 1, 1, 1, NULL, NULL, "", NULL}},
+        {"an lbfactor of 0", {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "0"}},
+        {"an lbfactor of 101", {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "101"}},
+        {"an lbfactor with three decimals",
+         {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "2.125"}},
     };
     beacon_key_t k = spec_hex_key();
     char buf[BEACON_MAX_DATAGRAM + 1];
@@ -335,7 +388,7 @@ static void format_accepts_the_largest_18_digit_ts(void **state)
 {
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {NULL, NULL, -1, -1,
-                               APR_INT64_C(999999999999999999), NULL, NULL};
+                               APR_INT64_C(999999999999999999), NULL, NULL, NULL, NULL};
     beacon_datagram_t out;
     char buf[128];
     int n;
@@ -356,7 +409,7 @@ static void format_refuses_a_pid_or_seq_of_19_digits(void **state)
 {
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {NULL, NULL, BEACON_DECIMAL_MAX,
-                               BEACON_DECIMAL_MAX, 1, NULL, NULL};
+                               BEACON_DECIMAL_MAX, 1, NULL, NULL, NULL, NULL};
     char buf[128];
 
     (void)state;
@@ -375,7 +428,7 @@ static void format_stops_at_the_datagram_limit_and_the_buffer_size(void **state)
     size_t fill = BEACON_MAX_DATAGRAM - (sizeof frame - 1);
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {NULL, NULL, -1, -1,
-                               APR_INT64_C(1796000000000000), NULL, NULL};
+                               APR_INT64_C(1796000000000000), NULL, NULL, NULL, NULL};
     beacon_datagram_t out;
     char *host = malloc(fill + 2);
     char *buf = malloc(2 * BEACON_MAX_DATAGRAM);
@@ -422,7 +475,7 @@ static void sequence_stamp_counts_and_never_goes_backwards(void **state)
 {
     beacon_sequence_t s;
     beacon_announcement_t a = {"http://a", "web-1", 4242, -1, -1, NULL,
-                               NULL};
+                               NULL, NULL, NULL};
     unsigned test_num = 0;
 
     (void)state;
@@ -460,7 +513,7 @@ static void a_stamped_sender_survives_its_clock_stepping_back(void **state)
     beacon_table_t *t = malloc(sizeof *t);
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {"http://10.0.0.5:8080", "web-1", 4242, -1, -1,
-                               NULL, NULL};
+                               NULL, NULL, NULL, NULL};
     beacon_sequence_t s = {0, 0};
     char buf[256];
     size_t i;
@@ -814,9 +867,9 @@ static int is_receive_step(beacon_reason_t r)
            r == BEACON_DROP_TABLE_FULL;
 }
 
-/* bad_field names the key on a bad field (svc, the one field of version
- * 1.1 whose value this release checks), and is absent on any other
- * verdict, whatever out held before. */
+/* bad_field names the key on a bad field (a field of version 1.1 whose
+ * value this release checks: svc, route, lbfactor), and is absent on any
+ * other verdict, whatever out held before. */
 static void check_bad_field(const beacon_datagram_t *out, beacon_reason_t got,
                             const char *buf, size_t len, const char *name)
 {
@@ -831,8 +884,11 @@ static void check_bad_field(const beacon_datagram_t *out, beacon_reason_t got,
     assert_non_null(out->bad_field.ptr);
     assert_true(out->bad_field.ptr > buf &&
                 out->bad_field.ptr + out->bad_field.len < buf + len);
-    assert_int_equal(out->bad_field.len, 3);
-    assert_memory_equal(out->bad_field.ptr, "svc=", 4);
+    assert_true(out->bad_field.ptr[out->bad_field.len] == '=');
+    assert_true(
+        (out->bad_field.len == 3 && memcmp(out->bad_field.ptr, "svc", 3) == 0) ||
+        (out->bad_field.len == 5 && memcmp(out->bad_field.ptr, "route", 5) == 0) ||
+        (out->bad_field.len == 8 && memcmp(out->bad_field.ptr, "lbfactor", 8) == 0));
 }
 
 /* One datagram through verify and receive, for a receiver of service
@@ -1207,6 +1263,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(format_reproduces_the_spec_vectors),
         cmocka_unit_test(format_writes_fields_in_wire_order_and_omits_absent_ones),
+        cmocka_unit_test(format_writes_route_and_lbfactor_after_ts),
+        cmocka_unit_test(lbfactor_is_read_in_hundredths),
         cmocka_unit_test(format_rejects_values_it_cannot_put_on_the_wire),
         cmocka_unit_test(format_accepts_the_largest_18_digit_ts),
         cmocka_unit_test(format_refuses_a_pid_or_seq_of_19_digits),
