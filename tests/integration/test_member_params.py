@@ -44,6 +44,14 @@ def test_every_member_gets_the_params(httpd_factory, backend_factory):
     assert status in (502, 503, 504) and took < 2.5, (status, took)
     h.expect_errors("AH01102", "AH00898", "AH01114", "AH00957", "AH00959")
 
+    # they survive what membership survives: a restart
+    mark = h.log_size()
+    h.graceful()
+    h.wait_log(r"BCN00011: restored 2 member\(s\)", since=mark)
+    for b in (fast, slow):
+        w = next(w for w in h.balancer_members() if w["name"] == b.url)
+        assert (w["retry"], w["ttl"], w["max"], w["timeout"]) == (7, 9, 5, 1), w
+
 
 @pytest.mark.parametrize("param,fragment", [
     ("timeout=0", "timeout must be a whole number of seconds"),
