@@ -126,6 +126,15 @@ def wait_out_of_rotation(h, urls, timeout=15):
              f"{len(urls)} member(s) out of rotation: {urls}", interval=0.1)
 
 
+def wait_drained(h, url, timeout=10):
+    """Until no request is in flight to url (httpd's busy count): a backend
+    that leaves drains before it exits, or the requests elected to it just
+    before it left rotation fail with it."""
+    def idle():
+        return all(w["busy"] == 0 for w in h.balancer_members() if w["name"] == url)
+    wait_for(idle, timeout, f"{url} drained", interval=0.05)
+
+
 def serve_each(h, names, timeout):
     """GETs / until every backend of names answered; any other answer
     (an error, a member that should be out of rotation) fails at once."""
@@ -244,6 +253,7 @@ def test_recycling_under_client_load_never_reaches_an_old_address(
         if how == "leaving":
             ann.announce(b.url, state="leaving")
         wait_out_of_rotation(h, [b.url])
+        wait_drained(h, b.url)
         b.stop()
         traps[b.url] = Trap(b.port)
 
