@@ -193,6 +193,7 @@ static beacon_add_result define_and_share(beacon_target *t, const char *url,
         beacon_target_forget_worker(t->b, w, w->s, 1, (unsigned)w->s->index);
         return BEACON_ADD_FAILED;
     }
+    beacon_target_list(t->b, w, t->conf->pool);
     beacon_target_count_failover(t);
     /* publish: other children sync on their next request */
     t->b->wupdated = t->b->s->wupdated = w->s->updated = apr_time_now();

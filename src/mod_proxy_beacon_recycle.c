@@ -64,15 +64,21 @@ static int is_candidate(const beacon_entry *e, const proxy_worker_shared *shm)
            (!shm->is_address_reusable || shm->address_ttl > 0);
 }
 
-/* G3: when every child's cached address has expired (wall clock). */
+/* mod_proxy's epoch of address expiries, or NULL when it keeps none. */
+static const apr_time_t *expiry_epoch(void)
+{
+    return ap_retained_data_get("proxy_start_time");
+}
+
+/* G3: when every child's cached address has expired (wall clock); 0 for
+ * a member whose address is resolved per request. */
 static apr_time_t addresses_expire_at(const proxy_worker_shared *shm)
 {
-    const apr_time_t *epoch = ap_retained_data_get("proxy_start_time");
-
-    if (!shm->is_address_reusable || epoch == NULL) {
-        return 0; /* resolved per request: nothing cached */
+    if (!shm->is_address_reusable) {
+        return 0; /* nothing cached */
     }
-    return *epoch + apr_time_from_sec((apr_time_t)shm->address_expiry + 1);
+    return *expiry_epoch() +
+           apr_time_from_sec((apr_time_t)shm->address_expiry + 1);
 }
 
 /*
@@ -89,8 +95,9 @@ static gate_state slot_gate(beacon_entry *e, const proxy_worker_shared *shm,
 
     *ready_at = 0;
     *drift = 0;
-    if (!is_candidate(e, shm)) {
-        return GATE_NEVER;
+    if (!is_candidate(e, shm) ||
+        (shm->is_address_reusable && expiry_epoch() == NULL)) {
+        return GATE_NEVER; /* no way to tell when caches expire: never */
     }
     if (shm->elected != e->elected_at_out) {
         if (!owner) {

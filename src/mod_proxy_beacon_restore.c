@@ -212,6 +212,7 @@ static proxy_worker_shared *slot_for(beacon_target *t, beacon_entry *e,
         return kept;
     }
     if ((w = beacon_target_share_new(t, e->url, p, &result, &why)) != NULL) {
+        beacon_target_list(t->b, w, t->conf->pool);
         return w->s;
     }
     ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00009)

@@ -12,6 +12,7 @@
 #include <apr_strings.h>
 #include <ap_slotmem.h>
 
+#include <stdatomic.h>
 #include <unistd.h>
 
 #pragma weak ap_proxy_sync_balancer
@@ -286,16 +287,17 @@ proxy_worker *beacon_target_share_new(beacon_target *t, const char *url,
         return NULL;
     }
     reserve_occupied_slots(b);
-    err = ap_proxy_define_worker_ex(t->conf->pool, &w, b, t->conf, url,
+    /* defined for no balancer: it joins this child's list only once it is
+     * whole (beacon_target_list) */
+    err = ap_proxy_define_worker_ex(t->conf->pool, &w, NULL, NULL, url,
                                     AP_PROXY_WORKER_IS_PREFIX);
     if (err != NULL) {
-        /* httpd lists the worker before it checks the url's parts */
-        if (w != NULL) {
-            beacon_target_forget_worker(b, w, NULL, 0, 0);
-        }
         *why = apr_pstrcat(p, "cannot define worker: ", err, NULL);
         return NULL;
     }
+    w->balancer = b;
+    /* httpd's mark of a worker outside any balancer */
+    w->s->status &= ~(unsigned int)PROXY_WORKER_IGNORE_ERRORS;
     PROXY_COPY_CONF_PARAMS(w, t->conf);
     member_settings(w);
     beacon_params_apply(t->conf->pool, t->s, t->policy.params, w);
@@ -316,6 +318,25 @@ proxy_worker *beacon_target_share_new(beacon_target *t, const char *url,
     }
     *result = BEACON_ADD_DONE;
     return w;
+}
+
+void beacon_target_list(proxy_balancer *b, proxy_worker *w, apr_pool_t *pool)
+{
+    apr_array_header_t *list = b->workers;
+
+    if (list->nelts == list->nalloc) {
+        apr_array_header_t *bigger = apr_array_make(pool, list->nalloc * 2 + 1,
+                                                    sizeof(proxy_worker *));
+
+        memcpy(bigger->elts, list->elts,
+               (apr_size_t)list->nelts * sizeof(proxy_worker *));
+        bigger->nelts = list->nelts;
+        atomic_thread_fence(memory_order_release);
+        b->workers = list = bigger;
+    }
+    ((proxy_worker **)list->elts)[list->nelts] = w;
+    atomic_thread_fence(memory_order_release); /* the slot, then the count */
+    list->nelts++;
 }
 
 /* As mod_proxy_balancer does for static members: a request may try them

@@ -68,6 +68,15 @@ proxy_worker *beacon_target_share_new(beacon_target *t, const char *url,
                                       apr_pool_t *p, beacon_add_result *result,
                                       const char **why);
 
+/*
+ * Appends w, whole, to this child's member list. Request threads walk the
+ * list without a lock (httpd's election, balancer-manager's pages), so the
+ * slot is written before the count that makes it visible, and a full list
+ * is replaced by a bigger copy (from pool) rather than grown in place; the
+ * old one stays valid for a walk in progress. Under the thread lock.
+ */
+void beacon_target_list(proxy_balancer *b, proxy_worker *w, apr_pool_t *pool);
+
 /* Takes w off this child's member list; and undoes a partial add (its
  * slot released when have_slot). */
 void beacon_target_unlist(proxy_balancer *b, const proxy_worker *w);
