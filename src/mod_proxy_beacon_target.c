@@ -339,8 +339,6 @@ void beacon_target_list(proxy_balancer *b, proxy_worker *w, apr_pool_t *pool)
     list->nelts++;
 }
 
-/* As mod_proxy_balancer does for static members: a request may try them
- * all, unless the admin set maxattempts. */
 /*
  * maxattempts as httpd sets it for static members (members minus one), for
  * a balancer beacon fills at runtime, only while the value is beacon's:
