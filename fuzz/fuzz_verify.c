@@ -135,9 +135,14 @@ static void check_fields(const char *buf, size_t len, beacon_reason_t r,
     }
     FUZZ_CHECK(dg->bad_field.ptr > buf &&
                    dg->bad_field.ptr + dg->bad_field.len + 1 < buf + len &&
-                   dg->bad_field.len == 3 &&
-                   memcmp(dg->bad_field.ptr, "svc=", 4) == 0,
-               "bad field without bad_field naming svc");
+                   dg->bad_field.ptr[dg->bad_field.len] == '=' &&
+                   ((dg->bad_field.len == 3 &&
+                     memcmp(dg->bad_field.ptr, "svc", 3) == 0) ||
+                    (dg->bad_field.len == 5 &&
+                     memcmp(dg->bad_field.ptr, "route", 5) == 0) ||
+                    (dg->bad_field.len == 8 &&
+                     memcmp(dg->bad_field.ptr, "lbfactor", 8) == 0)),
+               "bad field without bad_field naming svc, route or lbfactor");
 }
 
 /* A verdict reached before the MAC is checked (steps 1 and 2). */
