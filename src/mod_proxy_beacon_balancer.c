@@ -351,13 +351,6 @@ void beacon_proxy_growth(beacon_target *t, int *used, int *free_slots,
     *recyclable = beacon_recycle_count(t, apr_time_now());
 }
 
-apr_time_t beacon_proxy_last_heard(beacon_target *t, const char *url)
-{
-    beacon_entry *e = beacon_target_entry(t, url);
-
-    return e ? e->last_heard : 0;
-}
-
 const char *beacon_proxy_worker_flags(beacon_target *t, const char *url,
                                       apr_pool_t *p)
 {

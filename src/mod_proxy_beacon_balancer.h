@@ -133,9 +133,6 @@ int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
 void beacon_proxy_growth(beacon_target *t, int *used, int *free_slots,
                          int *recyclable);
 
-/* A member's last-heard time (wall clock), 0 when unknown. */
-apr_time_t beacon_proxy_last_heard(beacon_target *t, const char *url);
-
 /* httpd's flag text for a member ("Init Ok "), or NULL when absent. */
 const char *beacon_proxy_worker_flags(beacon_target *t, const char *url,
                                       apr_pool_t *p);

@@ -248,16 +248,9 @@ static int names(const beacon_entry *e, const char *balancer, const char *url)
 beacon_entry *beacon_registry_find(const beacon_registry *reg,
                                    const char *balancer, const char *url)
 {
-    unsigned i;
+    int hint = -1;
 
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        beacon_entry *e = beacon_registry_entry(reg, i);
-
-        if (e && names(e, balancer, url)) {
-            return e;
-        }
-    }
-    return NULL;
+    return beacon_registry_find_hinted(reg, balancer, url, &hint);
 }
 
 beacon_entry *beacon_registry_find_hinted(const beacon_registry *reg,
