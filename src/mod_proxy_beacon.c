@@ -15,7 +15,8 @@
  *   mod_proxy_beacon_inbox.c     a receiver's UDP socket
  *   mod_proxy_beacon_balancer.c  mod_proxy_balancer
  *   mod_proxy_beacon_registry.c  which members beacon created
- *   mod_proxy_beacon_sender.c    the senders' lanes
+ *   mod_proxy_beacon_sender.c    the senders: sign and send
+ *   mod_proxy_beacon_lookup.c    the senders' name lookups, one thread each
  *   mod_proxy_beacon_status.c    beacon-status and the server-status section
  *   mod_proxy_beacon_shm.c       the status shared memory
  *   mod_proxy_beacon_util.c      what receiver and sender share

@@ -2,16 +2,18 @@
 
 /*
  * The sender: a backend with ProxyBeaconAddress announces its own origin to
- * every proxy named, from mod_watchdog singletons, once at start-up and
- * then every ProxyBeaconInterval. It needs no proxy module at all.
+ * every proxy named, from a mod_watchdog singleton, once at start-up and
+ * then every ProxyBeaconInterval.
  *
- * Each proxy named gets a lane: a watchdog instance, so a thread, of its
- * own, with its own seq and ts. A name that does not resolve, or resolves
- * slowly, then delays only its own proxy's announcements, never another
- * proxy's, another server's or the receiver's.
+ * A name may stand for a tier of proxies (a record per proxy): every
+ * address it resolves to gets every announcement, one datagram signed for
+ * all. The names are looked up again every interval by threads of their
+ * own (mod_proxy_beacon_lookup.c), so this thread only signs and sends to
+ * the addresses known: a slow resolver delays nobody's announcement.
  */
 
 #include "mod_proxy_beacon_sender.h"
+#include "mod_proxy_beacon_lookup.h"
 
 #include <apr_atomic.h>
 #include <apr_network_io.h>
@@ -28,7 +30,7 @@
 #define SOCK_CLOEXEC 0
 #endif
 
-#define SEND_ERROR_LOG_EVERY apr_time_from_sec(60) /* per lane */
+#define SEND_ERROR_LOG_EVERY apr_time_from_sec(60) /* per sender */
 #define TICK apr_time_from_msec(100)      /* mod_watchdog's own slice */
 /* A second announcement this soon after start, so that one lost datagram
  * does not keep a new backend out for a whole interval. */
@@ -39,79 +41,73 @@
 
 typedef struct beacon_sender beacon_sender;
 
-/* One proxy of one sending server. */
-typedef struct beacon_lane beacon_lane;
-struct beacon_lane {
-    beacon_sender *snd;
-    const beacon_dest *dest;   /* the proxy, as configured */
-    beacon_sequence_t sequence;
-    apr_time_t next_due;       /* the next regular announcement */
-    beacon_rate_limit error_log;
-    volatile int owner;        /* this child holds the lane's singleton */
-    /*
-     * Taken around the signing and sending of every announcement. When a
-     * child exits, mod_watchdog's threads are not joined (they live in
-     * pconf), so the exit's state=leaving could cross a regular
-     * announcement that would re-enable the member: the lock and the flag
-     * make leaving the last one. Nothing under it allocates or resolves,
-     * so it is always released promptly (see send_leaving).
-     */
-    apr_thread_mutex_t *lock;
-    int stopped;
-    /* where the last announcement went: the leaving one goes there too */
-    struct sockaddr_storage last_addr;
-    socklen_t last_addr_len;   /* 0: nothing sent yet */
-    beacon_lane *next;         /* all lanes, of every sender */
-};
-
+/* One sending server: its proxies, its thread, its sequence. */
 struct beacon_sender {
     server_rec *s;
     beacon_server_conf *conf;
     const char *hostname;
     beacon_sender_status *shared;
+    /*
+     * The addresses and the lock around every send. When a child exits,
+     * mod_watchdog's threads are not joined (they live in pconf), so the
+     * exit's state=leaving could cross a regular announcement that would
+     * re-enable the member: the lock and the stopped flag make leaving the
+     * last one. Nothing under the lock allocates or resolves, so it is
+     * always released promptly (see send_leaving).
+     */
+    beacon_fanout_guard guard;
+    beacon_sequence_t sequence;
+    apr_time_t next_due;       /* the next regular announcement */
+    beacon_rate_limit error_log;
+    volatile int owner;        /* this child holds the sender's singleton */
+    int sockets[2];            /* IPv4, IPv6; opened at the first send */
     beacon_sender *next;
 };
 
+/* What one announcement did, reported once the lock is released. */
+typedef struct {
+    beacon_sender *snd;
+    int len;                   /* of the datagram; -1: could not format */
+    unsigned reached, failed, unresolved;
+    apr_status_t error;        /* the first failure's */
+    char failed_at[BEACON_SOCKADDR_TEXT_MAX]; /* where it failed */
+} send_outcome;
+
 static beacon_sender *senders;
-static beacon_lane *lanes;
 static int sender_count;
 static volatile int child_ready;    /* this child has run child_init */
 static int retiring_alone;          /* siblings serve on: no departure */
 
-static void count_send(beacon_sender *snd, apr_status_t rv, apr_time_t now)
+/*
+ * beacon_fanout_send's delivery: one socket per address family, reused,
+ * no pool: send_leaving may run in a signal handler, where nothing may
+ * allocate.
+ */
+static apr_status_t send_one(void *ctx, const beacon_sockaddr_t *to,
+                             const char *buf, apr_size_t len)
 {
-    if (rv == APR_SUCCESS) {
-        apr_atomic_inc32(&snd->shared->sent);
-        snd->shared->last_sent = now;
-    }
-    else {
-        apr_atomic_inc32(&snd->shared->errors);
-    }
-}
-
-/* System calls only, no pool: send_leaving may run in a signal handler,
- * where nothing may allocate. */
-static apr_status_t send_to(const struct sockaddr *addr, socklen_t addr_len,
-                            const char *buf, int len)
-{
+    send_outcome *out = ctx;
+    int *fd = &out->snd->sockets[to->u.sa.sa_family == AF_INET6];
     apr_status_t rv = APR_SUCCESS;
-    int fd = socket(addr->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
-    if (fd < 0 || sendto(fd, buf, (size_t)len, 0, addr, addr_len) < 0) {
+    if (*fd < 0) {
+        *fd = socket(to->u.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    }
+    if (*fd < 0 || sendto(*fd, buf, len, 0, &to->u.sa, to->len) < 0) {
         rv = APR_FROM_OS_ERROR(errno);
     }
-    if (fd >= 0) {
-        close(fd);
+    if (rv != APR_SUCCESS && out->failed++ == 0) {
+        out->error = rv;
+        beacon_sockaddr_text(to, out->failed_at, sizeof(out->failed_at));
     }
     return rv;
 }
 
-/* Signs the lane's next announcement into buf; returns its length, or -1
+/* Signs the next announcement into buf; returns its length, or -1
  * (logged by the caller) when the host name does not fit. */
-static int sign_next(beacon_lane *lane, const char *state, apr_time_t now,
+static int sign_next(beacon_sender *snd, const char *state, apr_time_t now,
                      char *buf, apr_size_t size)
 {
-    beacon_sender *snd = lane->snd;
     beacon_announcement_t a;
 
     memset(&a, 0, sizeof(a)); /* a field this sender does not know: absent */
@@ -124,107 +120,147 @@ static int sign_next(beacon_lane *lane, const char *state, apr_time_t now,
     a.host = snd->hostname;
     a.pid = getpid();
     a.state = state;
-    beacon_sequence_stamp(&lane->sequence, now, &a);
+    beacon_sequence_stamp(&snd->sequence, now, &a);
     return beacon_format(buf, size, &a, &snd->conf->keys[0]);
 }
 
-/* Signs and sends one announcement to addr; the caller holds the lock. */
-static apr_status_t announce_to(beacon_lane *lane, const char *state,
-                                const struct sockaddr *addr,
-                                socklen_t addr_len, char *buf, int *len)
+/* Names with no address to send to: their lookups failed. */
+static unsigned count_unresolved(const beacon_fanout_t *f)
+{
+    unsigned i, n = 0;
+
+    for (i = 0; i < f->nnames; i++) {
+        n += f->names[i].state == BEACON_NAME_FAILED;
+    }
+    return n;
+}
+
+/* Signs one announcement and sends it to every address; the caller holds
+ * the lock. */
+static void announce_locked(beacon_sender *snd, const char *state, char *buf,
+                            send_outcome *out)
 {
     apr_time_t now = apr_time_now();
-    apr_status_t rv;
 
-    *len = sign_next(lane, state, now, buf, BEACON_MAX_DATAGRAM + 1);
-    if (*len < 0) {
-        return APR_EINVAL;
+    memset(out, 0, sizeof(*out));
+    out->snd = snd;
+    out->len = sign_next(snd, state, now, buf, BEACON_MAX_DATAGRAM + 1);
+    if (out->len < 0) {
+        return;
     }
-    rv = send_to(addr, addr_len, buf, *len);
-    count_send(lane->snd, rv, now);
-    return rv;
+    out->reached = beacon_fanout_send(snd->guard.fanout, buf,
+                                      (apr_size_t)out->len, send_one, out);
+    out->unresolved = count_unresolved(snd->guard.fanout);
+    apr_atomic_add32(&snd->shared->sent, out->reached);
+    apr_atomic_add32(&snd->shared->errors, out->failed + out->unresolved);
+    if (out->reached) {
+        snd->shared->last_sent = now;
+    }
+}
+
+/* The first name that has no address, for the log. */
+static const beacon_fanout_name_t *first_unresolved(const beacon_fanout_t *f)
+{
+    unsigned i;
+
+    for (i = 0; i < f->nnames; i++) {
+        if (f->names[i].state == BEACON_NAME_FAILED) {
+            return &f->names[i];
+        }
+    }
+    return NULL;
 }
 
 /* After the lock is released: a failure costs a log line, no more. */
-static void report(beacon_lane *lane, apr_status_t rv, const char *buf,
-                   int len)
+static void report(const send_outcome *out, const char *buf)
 {
-    beacon_sender *snd = lane->snd;
+    beacon_sender *snd = out->snd;
+    const beacon_fanout_name_t *lost;
     unsigned suppressed;
 
-    if (len < 0) {
+    if (out->len < 0) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, snd->s, BCNLOGNO(00100)
                      "cannot format an announcement (host name '%s' too "
                      "long or not printable?)", snd->hostname);
         return;
     }
-    if (rv == APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_TRACE2, 0, snd->s, "sent %.*s to %s",
-                     len, buf, lane->dest->spec);
+    ap_log_error(APLOG_MARK, APLOG_TRACE2, 0, snd->s, "sent %.*s to %u "
+                 "address%s", out->len, buf, out->reached,
+                 out->reached == 1 ? "" : "es");
+    if ((out->failed == 0 && out->unresolved == 0) ||
+        !beacon_rate_allows(&snd->error_log, apr_time_now(),
+                            SEND_ERROR_LOG_EVERY, &suppressed)) {
         return;
     }
-    if (beacon_rate_allows(&lane->error_log, apr_time_now(),
-                           SEND_ERROR_LOG_EVERY, &suppressed)) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, snd->s, BCNLOGNO(00101)
-                     "cannot send beacon to %s (next report in 60 s at "
-                     "most)", lane->dest->spec);
+    if (out->failed) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, out->error, snd->s,
+                     BCNLOGNO(00101) "cannot send beacon to %s (%u of %u "
+                     "addresses failed; next report in 60 s at most)",
+                     out->failed_at, out->failed, out->failed + out->reached);
+    }
+    lost = first_unresolved(snd->guard.fanout);
+    if (lost) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, lost->last_error, snd->s,
+                     BCNLOGNO(00112) "cannot send beacon to %s: it does not "
+                     "resolve (%u name%s without an address; next report in "
+                     "60 s at most)", lost->spec, out->unresolved,
+                     out->unresolved == 1 ? "" : "s");
     }
 }
 
-/*
- * A regular announcement. The name is resolved before the lock is taken,
- * on every announcement, so a proxy that moves is followed; a name that
- * does not resolve costs this lane's thread only.
- */
-static void announce(beacon_lane *lane, apr_pool_t *p)
+/* A regular announcement, unless the child has said leaving. */
+static void announce(beacon_sender *snd)
 {
     char buf[BEACON_MAX_DATAGRAM + 1];
-    apr_sockaddr_t *sa;
-    apr_status_t rv;
-    int len = 0;
+    send_outcome out;
 
-    rv = apr_sockaddr_info_get(&sa, lane->dest->host, APR_UNSPEC,
-                               lane->dest->port, 0, p);
-    if (rv != APR_SUCCESS) {
-        count_send(lane->snd, rv, apr_time_now());
-        report(lane, rv, buf, len);
+    apr_thread_mutex_lock(snd->guard.lock);
+    if (snd->guard.stopped) {
+        apr_thread_mutex_unlock(snd->guard.lock);
         return;
     }
-    apr_thread_mutex_lock(lane->lock);
-    if (lane->stopped) {
-        apr_thread_mutex_unlock(lane->lock);
-        return;
-    }
-    rv = announce_to(lane, NULL, (const struct sockaddr *)&sa->sa, sa->salen,
-                     buf, &len);
-    if (rv == APR_SUCCESS) {
-        memcpy(&lane->last_addr, &sa->sa, (size_t)sa->salen);
-        lane->last_addr_len = sa->salen;
-    }
-    apr_thread_mutex_unlock(lane->lock);
-    report(lane, rv, buf, len);
+    snd->guard.found_new = 0;
+    announce_locked(snd, NULL, buf, &out);
+    apr_thread_mutex_unlock(snd->guard.lock);
+    report(&out, buf);
+}
+
+/* A lookup added an address: that proxy hears now, not an interval later. */
+static int found_new(beacon_sender *snd)
+{
+    int found;
+
+    apr_thread_mutex_lock(snd->guard.lock);
+    found = snd->guard.found_new;
+    apr_thread_mutex_unlock(snd->guard.lock);
+    return found;
 }
 
 /* Called every TICK; announces when due. */
-static apr_status_t lane_callback(int state, void *data, apr_pool_t *p)
+static apr_status_t sender_callback(int state, void *data, apr_pool_t *p)
 {
-    beacon_lane *lane = data;
-    apr_interval_time_t interval = lane->snd->conf->interval.value;
+    beacon_sender *snd = data;
+    apr_interval_time_t interval = snd->conf->interval.value;
     apr_time_t now = apr_time_now();
 
+    (void)p;
     switch (state) {
     case AP_WATCHDOG_STATE_STARTING:
-        lane->owner = 1;
-        lane->snd->shared->owner_pid = getpid();
-        beacon_block_stop_signals();
-        /* the first announcement goes out now, not one interval later */
-        announce(lane, p);
-        lane->next_due = now + (interval < CATCH_UP ? interval : CATCH_UP);
+        snd->owner = 1;
+        snd->shared->owner_pid = getpid();
+        beacon_block_stop_signals(); /* the lookup threads inherit it */
+        beacon_lookups_start(&snd->guard);
+        /* the first announcement goes out now (to the addresses given as
+         * such; the names' follow as their lookups find them) */
+        announce(snd);
+        snd->next_due = now + (interval < CATCH_UP ? interval : CATCH_UP);
         break;
     case AP_WATCHDOG_STATE_RUNNING:
-        if (now >= lane->next_due) {
-            announce(lane, p);
-            lane->next_due = now + interval;
+        if (now >= snd->next_due || found_new(snd)) {
+            announce(snd);
+            if (now >= snd->next_due) {
+                snd->next_due = now + interval;
+            }
         }
         break;
     }
@@ -293,12 +329,12 @@ static int only_this_child_retires(void)
     return 0;
 }
 
-static int owns_a_lane(void)
+static int owns_a_sender(void)
 {
-    beacon_lane *lane;
+    beacon_sender *snd;
 
-    for (lane = lanes; lane; lane = lane->next) {
-        if (lane->owner) {
+    for (snd = senders; snd; snd = snd->next) {
+        if (snd->owner) {
             return 1;
         }
     }
@@ -310,78 +346,89 @@ static int owns_a_lane(void)
  * again, doing nothing, when it exits. The MPMs may run it in a signal
  * handler (prefork always can; event and worker before child_init), so it
  * allocates nothing and resolves nothing: the leaving datagram goes to
- * the address the last announcement went to. The lock's holder never
- * waits on anything this thread could hold (announce takes it around
- * signing and sendto only, and the lanes' threads block the stop signals).
+ * every address of the last good sets. The lock's holder never waits on
+ * anything this thread could hold (announce and the lookups take it
+ * around signing, sendto and copying only, and their threads block the
+ * stop signals).
  */
 static apr_status_t send_leaving(void *data)
 {
     char buf[BEACON_MAX_DATAGRAM + 1];
-    beacon_lane *lane;
+    beacon_sender *snd;
     int leaving;
 
     (void)data;
     if (!child_ready) {
-        /* told to stop before child_init: no lane ever ran in this child */
+        /* told to stop before child_init: no sender ever ran here */
         return APR_SUCCESS;
     }
     leaving = !retiring_alone && !server_restarting();
-    for (lane = lanes; lane; lane = lane->next) {
-        apr_status_t rv = APR_SUCCESS;
-        int len = -1;
+    for (snd = senders; snd; snd = snd->next) {
+        send_outcome out;
+        int said = 0;
 
-        apr_thread_mutex_lock(lane->lock);
-        lane->stopped = 1;
-        if (lane->owner && leaving && lane->last_addr_len > 0) {
-            rv = announce_to(lane, BEACON_STATE_LEAVING,
-                             (const struct sockaddr *)&lane->last_addr,
-                             lane->last_addr_len, buf, &len);
+        apr_thread_mutex_lock(snd->guard.lock);
+        snd->guard.stopped = 1;
+        if (snd->owner && leaving) {
+            announce_locked(snd, BEACON_STATE_LEAVING, buf, &out);
+            said = 1;
         }
-        lane->owner = 0;
-        apr_thread_mutex_unlock(lane->lock);
-        if (len >= 0 || rv != APR_SUCCESS) {
-            report(lane, rv, buf, len);
+        snd->owner = 0;
+        apr_thread_mutex_unlock(snd->guard.lock);
+        if (said) {
+            report(&out, buf);
         }
     }
     return APR_SUCCESS;
 }
 
-static apr_status_t start_lane(apr_pool_t *pconf, beacon_lane *lane, int index)
+/* Every name of the server's ProxyBeaconAddress, in shared memory, so
+ * that the status pages of every child see the owner's addresses. */
+static beacon_fanout_t *make_fanout(apr_pool_t *pconf, server_rec *s,
+                                    const apr_array_header_t *targets)
+{
+    unsigned n = (unsigned)targets->nelts, i;
+    beacon_fanout_t *f = beacon_shm_create(pconf, s, beacon_fanout_size(n));
+
+    if (f == NULL) {
+        return NULL;
+    }
+    beacon_fanout_init(f, n);
+    for (i = 0; i < n; i++) {
+        const beacon_dest *d = &APR_ARRAY_IDX(targets, i, beacon_dest);
+
+        beacon_fanout_name(f, i, d->spec, d->host, d->port);
+    }
+    return f;
+}
+
+/* The sender's state and its watchdog singleton. */
+static apr_status_t start_sender(apr_pool_t *pconf, beacon_sender *snd,
+                                 int index)
 {
     apr_status_t rv;
 
-    rv = apr_thread_mutex_create(&lane->lock, APR_THREAD_MUTEX_DEFAULT, pconf);
+    snd->shared = beacon_shm_create(pconf, snd->s, sizeof(*snd->shared));
+    snd->guard.fanout = make_fanout(pconf, snd->s, snd->conf->targets);
+    if (snd->shared == NULL || snd->guard.fanout == NULL) {
+        return APR_EGENERAL;
+    }
+    snd->guard.s = snd->s;
+    snd->guard.interval = snd->conf->interval.value;
+    snd->sockets[0] = snd->sockets[1] = -1;
+    rv = apr_thread_mutex_create(&snd->guard.lock, APR_THREAD_MUTEX_DEFAULT,
+                                 pconf);
     if (rv == APR_SUCCESS) {
         rv = beacon_watchdog_start(pconf,
                                    apr_psprintf(pconf, "_proxy_beacon_sender_%d",
                                                 index),
-                                   TICK, lane, lane_callback);
+                                   TICK, snd, sender_callback);
     }
     if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, lane->snd->s, BCNLOGNO(00103)
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, snd->s, BCNLOGNO(00103)
                      "mod_watchdog cannot run the beacon sender with this "
-                     "MPM: this backend will NOT announce itself to %s",
-                     lane->dest->spec);
-    }
-    return APR_SUCCESS;
-}
-
-/* A lane per proxy the sender names, each with its own thread. */
-static apr_status_t add_lanes(apr_pool_t *pconf, beacon_sender *snd,
-                              int *index)
-{
-    int i;
-
-    for (i = 0; i < snd->conf->targets->nelts; i++) {
-        beacon_lane *lane = apr_pcalloc(pconf, sizeof(*lane));
-
-        lane->snd = snd;
-        lane->dest = &APR_ARRAY_IDX(snd->conf->targets, i, beacon_dest);
-        if (start_lane(pconf, lane, (*index)++) != APR_SUCCESS) {
-            return APR_EGENERAL;
-        }
-        lane->next = lanes;
-        lanes = lane;
+                     "MPM: this backend will NOT announce itself (%s)",
+                     snd->conf->where);
     }
     return APR_SUCCESS;
 }
@@ -391,10 +438,8 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
     beacon_sender **tail = &senders;
     char hostname[APRMAXHOSTLEN + 1] = "";
     server_rec *s;
-    int index = 0;
 
     senders = NULL;
-    lanes = NULL;
     sender_count = 0;
     apr_gethostname(hostname, sizeof(hostname), pconf);
     for (s = main_s; s; s = s->next) {
@@ -405,10 +450,6 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
             continue;
         }
         snd = apr_pcalloc(pconf, sizeof(*snd));
-        snd->shared = beacon_shm_create(pconf, s, sizeof(*snd->shared));
-        if (snd->shared == NULL) {
-            return APR_EGENERAL;
-        }
         snd->s = s;
         snd->conf = conf;
         snd->hostname = hostname[0] ? apr_pstrdup(pconf, hostname) : NULL;
@@ -418,7 +459,7 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
                          "sends heartbeats only and joins no balancer",
                          conf->where);
         }
-        if (add_lanes(pconf, snd, &index) != APR_SUCCESS) {
+        if (start_sender(pconf, snd, sender_count) != APR_SUCCESS) {
             return APR_EGENERAL;
         }
         *tail = snd;
@@ -430,7 +471,7 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
 
 void beacon_senders_child_init(apr_pool_t *pchild)
 {
-    if (lanes) {
+    if (senders) {
         apr_pool_cleanup_register(pchild, NULL, send_leaving,
                                   apr_pool_cleanup_null);
     }
@@ -448,12 +489,13 @@ void beacon_senders_child_init(apr_pool_t *pchild)
 void beacon_senders_child_stopping(apr_pool_t *pchild, int graceful)
 {
     (void)pchild;
-    if (!lanes) {
+    if (!senders) {
         return;
     }
     /* graceful: event and worker, from a thread, never a signal handler;
-     * before child_init no lane is owned and send_leaving returns at once */
-    if (graceful && owns_a_lane() && !server_restarting()) {
+     * before child_init no sender is owned and send_leaving returns at
+     * once */
+    if (graceful && owns_a_sender() && !server_restarting()) {
         retiring_alone = only_this_child_retires();
         if (retiring_alone) {
             ap_log_error(APLOG_MARK, APLOG_INFO, 0, senders->s, BCNLOGNO(00106)
@@ -479,6 +521,9 @@ int beacon_sender_views(apr_pool_t *p, const server_rec *only,
         (*views)[n].s = snd->s;
         (*views)[n].conf = snd->conf;
         (*views)[n].shared = snd->shared;
+        (*views)[n].fanout = apr_palloc(p, beacon_fanout_size(
+                                              snd->guard.fanout->nnames));
+        beacon_fanout_read(snd->guard.fanout, (*views)[n].fanout);
         n++;
     }
     return n;

@@ -2,7 +2,8 @@
 
 /*
  * The senders: every server with ProxyBeaconAddress announces its own
- * origin to each proxy named, from a mod_watchdog singleton per proxy.
+ * origin to every address of each proxy named, from a mod_watchdog
+ * singleton per server.
  */
 #ifndef MOD_PROXY_BEACON_SENDER_H
 #define MOD_PROXY_BEACON_SENDER_H
@@ -15,10 +16,11 @@ typedef struct {
     server_rec *s;
     const beacon_server_conf *conf;
     const beacon_sender_status *shared;
+    beacon_fanout_t *fanout;  /* a copy of the owner's names and addresses */
 } beacon_sender_view;
 
 /* The senders of server only (NULL: of every server), for the status
- * pages; returns how many. */
+ * pages, allocated from p; returns how many. */
 int beacon_sender_views(apr_pool_t *p, const server_rec *only,
                         beacon_sender_view **views);
 

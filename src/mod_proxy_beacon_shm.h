@@ -59,9 +59,9 @@ typedef struct {
 } beacon_receiver_status;
 
 typedef struct {
-    volatile apr_uint32_t sent, errors; /* atomic: lanes may run anywhere */
+    volatile apr_uint32_t sent, errors; /* atomic: the owner may change child */
     apr_time_t last_sent;
-    apr_int64_t owner_pid;              /* of the lane that started last */
+    apr_int64_t owner_pid;              /* of the child that started last */
 } beacon_sender_status;
 
 /* Zeroed anonymous shared memory of size bytes, or NULL (logged). */

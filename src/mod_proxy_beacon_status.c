@@ -159,6 +159,30 @@ static const char *targets_text(apr_pool_t *p, const beacon_server_conf *conf)
 /* ------------------------------------------------------------------ */
 /* ?auto: "Key: value" lines, as exporters scrape mod_status           */
 
+/* A line per name and one per address: "Key: name fields". */
+static void print_destinations_auto(request_rec *r, const beacon_fanout_t *f)
+{
+    char text[BEACON_SOCKADDR_TEXT_MAX];
+    unsigned i, j;
+
+    for (i = 0; i < f->nnames; i++) {
+        const beacon_fanout_name_t *name = &f->names[i];
+
+        ap_rprintf(r, "BeaconSendTarget: %s state=%s addresses=%u "
+                   "lookup_failures=%u\n", name->spec,
+                   beacon_name_state_name(name->state), name->naddrs,
+                   name->lookup_failures);
+        for (j = 0; j < name->naddrs; j++) {
+            const beacon_fanout_addr_t *a = &name->addrs[j];
+
+            ap_rprintf(r, "BeaconSendAddress: %s %s sent=%u errors=%u%s\n",
+                       name->spec,
+                       beacon_sockaddr_text(&a->to, text, sizeof(text)),
+                       a->sent, a->errors, a->duplicate ? " duplicate" : "");
+        }
+    }
+}
+
 static void print_auto(request_rec *r)
 {
     apr_uint64_t dropped[BEACON_DROP_COUNT] = {0}, events[BEACON_EV_COUNT] = {0};
@@ -210,6 +234,9 @@ static void print_auto(request_rec *r)
     }
     ap_rprintf(r, "BeaconSenders: %d\nBeaconSent: %" APR_UINT64_T_FMT "\n"
                "BeaconSendErrors: %" APR_UINT64_T_FMT "\n", nsenders, sent, errors);
+    for (i = 0; i < nsenders; i++) {
+        print_destinations_auto(r, senders[i].fanout);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -289,6 +316,41 @@ static void print_receiver_html(request_rec *r, const shown_receiver *sr)
     ap_rputs("</table>\n", r);
 }
 
+/* Each name a sender announces to, and each of its addresses. */
+static void print_destinations_html(request_rec *r, const beacon_fanout_t *f)
+{
+    char text[BEACON_SOCKADDR_TEXT_MAX];
+    unsigned i, j;
+
+    ap_rputs("<table>\n<tr><th>proxy</th><th>lookup</th><th>lookup "
+             "failures</th><th>address</th><th>sent</th><th>errors</th></tr>"
+             "\n", r);
+    for (i = 0; i < f->nnames; i++) {
+        const beacon_fanout_name_t *name = &f->names[i];
+        unsigned rows = name->naddrs ? name->naddrs : 1;
+
+        ap_rprintf(r, "<tr><td rowspan=\"%u\">%s</td><td rowspan=\"%u\">%s"
+                   "</td><td rowspan=\"%u\">%u</td>", rows,
+                   html(r->pool, name->spec), rows,
+                   name->literal ? "none (an address)"
+                                 : beacon_name_state_name(name->state),
+                   rows, name->lookup_failures);
+        if (name->naddrs == 0) {
+            ap_rputs("<td>none</td><td></td><td></td></tr>\n", r);
+        }
+        for (j = 0; j < name->naddrs; j++) {
+            const beacon_fanout_addr_t *a = &name->addrs[j];
+
+            ap_rprintf(r, "%s<td>%s%s</td><td>%u</td><td>%u</td></tr>\n",
+                       j ? "<tr>" : "",
+                       beacon_sockaddr_text(&a->to, text, sizeof(text)),
+                       a->duplicate ? " (sent for an earlier name)" : "",
+                       a->sent, a->errors);
+        }
+    }
+    ap_rputs("</table>\n", r);
+}
+
 static void print_senders_html(request_rec *r, const server_rec *only)
 {
     beacon_sender_view *senders;
@@ -301,7 +363,7 @@ static void print_senders_html(request_rec *r, const server_rec *only)
                    "<tr><th>targets</th><td>%s</td></tr>\n"
                    "<tr><th>advertise</th><td>%s</td></tr>\n"
                    "<tr><th>interval</th><td>%.3f s</td></tr>\n"
-                   "<tr><th>announcements sent</th><td>%u</td></tr>\n"
+                   "<tr><th>datagrams sent</th><td>%u</td></tr>\n"
                    "<tr><th>send errors</th><td>%u</td></tr>\n"
                    "</table>\n",
                    html(r->pool, targets_text(r->pool, v->conf)),
@@ -309,6 +371,7 @@ static void print_senders_html(request_rec *r, const server_rec *only)
                                       : "none (heartbeat only)",
                    seconds(v->conf->interval.value), v->shared->sent,
                    v->shared->errors);
+        print_destinations_html(r, v->fanout);
     }
 }
 
@@ -432,6 +495,34 @@ static void print_receiver_json(request_rec *r, const shown_receiver *sr)
     ap_rputs("]}", r);
 }
 
+static void print_destinations_json(request_rec *r, const beacon_fanout_t *f)
+{
+    char text[BEACON_SOCKADDR_TEXT_MAX];
+    unsigned i, j;
+
+    for (i = 0; i < f->nnames; i++) {
+        const beacon_fanout_name_t *name = &f->names[i];
+
+        ap_rputs(i ? ", {\"name\": " : "[{\"name\": ", r);
+        json_str(r, name->spec);
+        ap_rprintf(r, ", \"state\": \"%s\", \"literal\": %s, "
+                   "\"lookup_failures\": %u, \"cut\": %u, \"addresses\": [",
+                   beacon_name_state_name(name->state),
+                   name->literal ? "true" : "false", name->lookup_failures,
+                   name->cut);
+        for (j = 0; j < name->naddrs; j++) {
+            const beacon_fanout_addr_t *a = &name->addrs[j];
+
+            ap_rprintf(r, "%s{\"address\": \"%s\", \"sent\": %u, "
+                       "\"errors\": %u, \"duplicate\": %s}", j ? ", " : "",
+                       beacon_sockaddr_text(&a->to, text, sizeof(text)),
+                       a->sent, a->errors, a->duplicate ? "true" : "false");
+        }
+        ap_rputs("]}", r);
+    }
+    ap_rputs(f->nnames ? "]" : "[]", r);
+}
+
 static void print_json(request_rec *r, const server_rec *only)
 {
     shown_receiver *shown;
@@ -454,7 +545,9 @@ static void print_json(request_rec *r, const server_rec *only)
             ap_rputs(t ? ", " : "", r);
             json_str(r, APR_ARRAY_IDX(v->conf->targets, t, beacon_dest).spec);
         }
-        ap_rputs("], \"advertise\": ", r);
+        ap_rputs("], \"destinations\": ", r);
+        print_destinations_json(r, v->fanout);
+        ap_rputs(", \"advertise\": ", r);
         json_str_or_null(r, v->conf->advertise);
         ap_rputs(", \"service\": ", r);
         json_str_or_null(r, v->conf->service);

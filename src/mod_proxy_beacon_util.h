@@ -60,7 +60,7 @@ apr_status_t beacon_watchdog_start(apr_pool_t *pconf, const char *name,
  * For the watchdog threads that run our callbacks. prefork's children
  * stop from the handlers of the stop signals, which run the
  * child_stopping hook and the child's cleanups; they must run on the main
- * thread, never on a thread that holds a lane's lock or is inside the
+ * thread, never on a thread that holds a sender's lock or is inside the
  * receiver's loop. event and worker block them in every thread already.
  */
 void beacon_block_stop_signals(void);

@@ -92,25 +92,6 @@ static const host_port_row_t rows[] = {
      "udp://"},
 };
 
-static apr_pool_t *pool;
-
-static int make_pool(void **state)
-{
-    (void)state;
-    if (apr_initialize() != APR_SUCCESS) {
-        return -1;
-    }
-    return apr_pool_create(&pool, NULL) == APR_SUCCESS ? 0 : -1;
-}
-
-static int destroy_pool(void **state)
-{
-    (void)state;
-    apr_pool_destroy(pool);
-    apr_terminate();
-    return 0;
-}
-
 static void check_accepted(const host_port_row_t *r, const char *err,
                            const char *host, apr_port_t port)
 {
@@ -144,7 +125,7 @@ static void each_spelling_gives_its_host_and_port_or_a_reason(void **state)
         char sentinel[] = "untouched";
         char *host = sentinel;
         apr_port_t port = 4242;
-        const char *err = beacon_parse_host_port(pool, r->spec, r->flags,
+        const char *err = beacon_parse_host_port(TEST_POOL, r->spec, r->flags,
                                                  &host, &port);
 
         if (r->error == NULL) {
@@ -168,7 +149,7 @@ static void the_host_is_a_copy_in_the_pool(void **state)
     apr_port_t port = 0;
 
     (void)state;
-    assert_null(beacon_parse_host_port(pool, spec, 0, &host, &port));
+    assert_null(beacon_parse_host_port(TEST_POOL, spec, 0, &host, &port));
     assert_true(host < spec || host >= spec + sizeof spec);
     memset(spec, 'x', sizeof spec - 1);
     assert_string_equal(host, "proxy.example.com");
@@ -181,5 +162,6 @@ int main(void)
         cmocka_unit_test(the_host_is_a_copy_in_the_pool),
     };
 
-    return cmocka_run_group_tests_name("addr", tests, make_pool, destroy_pool);
+    return cmocka_run_group_tests_name("addr", tests, test_pool_setup,
+                                       test_pool_teardown);
 }

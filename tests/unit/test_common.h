@@ -26,6 +26,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <apr_general.h>
+
 #include "beacon.h"
 #include "vectors.h"
 
@@ -162,6 +164,36 @@ static inline beacon_key_t key_of_secret(const vec_field_t *secret,
         fail_msg("line %u: secret refused: %s", line, msg);
     }
     return k;
+}
+
+/*
+ * One APR pool for a whole test program, made by the group setup and
+ * destroyed by the group teardown: cmocka_run_group_tests_name(name, tests,
+ * test_pool_setup, test_pool_teardown), then TEST_POOL in the tests.
+ */
+static inline apr_pool_t **test_pool_slot(void)
+{
+    static apr_pool_t *pool;
+
+    return &pool;
+}
+#define TEST_POOL (*test_pool_slot())
+
+static inline int test_pool_setup(void **state)
+{
+    (void)state;
+    if (apr_initialize() != APR_SUCCESS) {
+        return -1;
+    }
+    return apr_pool_create(test_pool_slot(), NULL) == APR_SUCCESS ? 0 : -1;
+}
+
+static inline int test_pool_teardown(void **state)
+{
+    (void)state;
+    apr_pool_destroy(TEST_POOL);
+    apr_terminate();
+    return 0;
 }
 
 #endif /* BEACON_TEST_COMMON_H */
