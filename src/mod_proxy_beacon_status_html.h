@@ -1,0 +1,13 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/* The status pages as HTML: the body of beacon-status and of beacon's
+ * section in server-status. */
+#ifndef MOD_PROXY_BEACON_STATUS_HTML_H
+#define MOD_PROXY_BEACON_STATUS_HTML_H
+
+#include "mod_proxy_beacon_util.h"
+
+/* Every receiver and sender of server only (NULL: of every server). */
+void beacon_status_html_body(request_rec *r, const server_rec *only);
+
+#endif /* MOD_PROXY_BEACON_STATUS_HTML_H */

@@ -1,0 +1,122 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/* What the status pages show; see mod_proxy_beacon_view.h. */
+
+#include "mod_proxy_beacon_view.h"
+
+#include <apr_strings.h>
+
+const char *const beacon_event_ids[BEACON_EV_COUNT] = {
+    [BEACON_EV_ACCEPTED] = "accepted",     [BEACON_EV_HEARTBEAT] = "heartbeats",
+    [BEACON_EV_ADDED] = "added",           [BEACON_EV_READOPTED] = "readopted",
+    [BEACON_EV_ADD_FAILED] = "add_failed", [BEACON_EV_EVICTED] = "evicted",
+    [BEACON_EV_REENABLED] = "reenabled",   [BEACON_EV_LEAVING] = BEACON_STATE_LEAVING,
+    [BEACON_EV_TAKEN_OVER] = "taken_over", [BEACON_EV_RECYCLED] = "recycled",
+    [BEACON_EV_FORGOTTEN] = "forgotten",
+};
+
+/* Status-line names for ?auto, in the CamelCase mod_status uses. */
+const char *const beacon_event_keys[BEACON_EV_COUNT] = {
+    [BEACON_EV_ACCEPTED] = "Accepted",    [BEACON_EV_HEARTBEAT] = "Heartbeats",
+    [BEACON_EV_ADDED] = "Added",          [BEACON_EV_READOPTED] = "Readopted",
+    [BEACON_EV_ADD_FAILED] = "AddFailed", [BEACON_EV_EVICTED] = "Evictions",
+    [BEACON_EV_REENABLED] = "Reenabled",  [BEACON_EV_LEAVING] = "Leaving",
+    [BEACON_EV_TAKEN_OVER] = "TakenOver", [BEACON_EV_RECYCLED] = "Recycled",
+    [BEACON_EV_FORGOTTEN] = "Forgotten",
+};
+
+const char *beacon_view_state_name(apr_int32_t state)
+{
+    return beacon_state_name((beacon_state_t)state);
+}
+
+
+double beacon_seconds(apr_interval_time_t t)
+{
+    return (double)t / APR_USEC_PER_SEC;
+}
+
+/* with_flags: also httpd's flags of each member, which take the
+ * balancer's lock and a walk of its members per record; ?auto shows none. */
+static void derive(beacon_shown_receiver *out, const beacon_receiver_view *v,
+                   int with_flags, apr_pool_t *p, apr_time_t now)
+{
+    beacon_status_record *copy = apr_palloc(p, sizeof(*copy) * BEACON_TABLE_CAPACITY);
+    unsigned i;
+
+    memset(out, 0, sizeof(*out));
+    out->v = v;
+    out->nrows = beacon_status_read(v->shared, copy);
+    out->rows = apr_pcalloc(p, sizeof(*out->rows) * (out->nrows + 1));
+    out->growth_used = out->growth_free = -1;
+    if (v->target) {
+        beacon_proxy_growth(v->target, &out->growth_used, &out->growth_free,
+                            &out->growth_recyclable);
+    }
+    for (i = 0; i < out->nrows; i++) {
+        beacon_shown_record *row = &out->rows[i];
+        const beacon_status_record *rec = &copy[i];
+
+        row->rec = rec;
+        row->since = beacon_seconds(now - rec->last_seen);
+        row->lease_left = -1;
+        row->retry_in = -1;
+        row->ours = rec->state == BEACON_REC_ACTIVE ||
+                    rec->state == BEACON_REC_EVICTED;
+        if (rec->state == BEACON_REC_ACTIVE && v->conf->timeout.value > 0) {
+            row->lease_left = beacon_seconds(rec->last_seen + v->conf->timeout.value - now);
+            if (row->lease_left < 0) {
+                row->lease_left = 0;
+            }
+        }
+        if (rec->state == BEACON_REC_PENDING && rec->retry_at > now) {
+            row->retry_in = beacon_seconds(rec->retry_at - now);
+        }
+        if (v->target && with_flags) {
+            row->flags = beacon_proxy_worker_flags(v->target, rec->url, p);
+        }
+        out->active += rec->state == BEACON_REC_ACTIVE;
+        out->evicted += rec->state == BEACON_REC_EVICTED;
+        out->pending += rec->state == BEACON_REC_PENDING;
+        out->not_managed += rec->state == BEACON_REC_NOT_MANAGED;
+    }
+}
+
+/* The receivers of server only (NULL: every server), as shown. */
+int beacon_view_gather(request_rec *r, const server_rec *only, int with_flags,
+                  beacon_shown_receiver **shown)
+{
+    beacon_receiver_view *views;
+    apr_time_t now = apr_time_now();
+    int i, n = beacon_receiver_views(r->pool, only, &views);
+
+    *shown = apr_pcalloc(r->pool, sizeof(**shown) * (n + 1));
+    for (i = 0; i < n; i++) {
+        derive(&(*shown)[i], &views[i], with_flags, r->pool, now);
+    }
+    return n;
+}
+
+/* httpd's flag text ends in a space ("Init Ok "). */
+const char *beacon_view_trimmed(apr_pool_t *p, const char *flags)
+{
+    apr_size_t n = strlen(flags);
+
+    while (n > 0 && flags[n - 1] == ' ') {
+        n--;
+    }
+    return apr_pstrmemdup(p, flags, n);
+}
+
+const char *beacon_view_targets(apr_pool_t *p, const beacon_server_conf *conf)
+{
+    const char *text = "";
+    int i;
+
+    for (i = 0; i < conf->targets->nelts; i++) {
+        text = apr_pstrcat(p, text, i ? " " : "",
+                           APR_ARRAY_IDX(conf->targets, i, beacon_dest).spec,
+                           NULL);
+    }
+    return text;
+}

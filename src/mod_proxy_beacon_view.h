@@ -1,0 +1,59 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * What the status pages show, whatever their format: the receivers'
+ * records as this child derives them (time since the last announcement,
+ * lease left, httpd's flags), their counts, and the names of beacon's
+ * events. The request is served by any child; the data comes from the
+ * shared memory the watchdog owners publish to, and the worker flags from
+ * the balancer as this child sees it.
+ */
+#ifndef MOD_PROXY_BEACON_VIEW_H
+#define MOD_PROXY_BEACON_VIEW_H
+
+#include "mod_proxy_beacon_receiver.h"
+#include "mod_proxy_beacon_sender.h"
+
+/* The events' keys in JSON ("added") and in ?auto ("Added"). */
+extern const char *const beacon_event_ids[BEACON_EV_COUNT];
+extern const char *const beacon_event_keys[BEACON_EV_COUNT];
+
+/* A record's state as the pages name it ("active", "evicted", ...). */
+const char *beacon_view_state_name(apr_int32_t state);
+
+double beacon_seconds(apr_interval_time_t t);
+
+/* One record as shown: the shared copy plus what this child derives. */
+typedef struct {
+    const beacon_status_record *rec;
+    double since;         /* seconds since the last announcement */
+    double lease_left;    /* < 0: no lease (timeout 0, or not active) */
+    double retry_in;      /* < 0: no retry pending */
+    const char *flags;    /* httpd's worker flags, NULL when no worker */
+    int ours;             /* created by beacon: the "Bcn" mark */
+} beacon_shown_record;
+
+typedef struct {
+    const beacon_receiver_view *v;
+    beacon_shown_record *rows;
+    unsigned nrows;
+    unsigned active, evicted, pending, not_managed;
+    int growth_used, growth_free; /* -1 in log-only mode */
+    int growth_recyclable;        /* slots of long-gone members, now */
+} beacon_shown_receiver;
+
+/*
+ * The receivers of server only (NULL: every server), as shown; returns
+ * how many. with_flags: also httpd's flags of each member, which take the
+ * balancer's lock and a walk of its members per record.
+ */
+int beacon_view_gather(request_rec *r, const server_rec *only, int with_flags,
+                       beacon_shown_receiver **shown);
+
+/* httpd's flag text without its trailing space ("Init Ok "). */
+const char *beacon_view_trimmed(apr_pool_t *p, const char *flags);
+
+/* A sender's ProxyBeaconAddress names, space-separated. */
+const char *beacon_view_targets(apr_pool_t *p, const beacon_server_conf *conf);
+
+#endif /* MOD_PROXY_BEACON_VIEW_H */
