@@ -122,6 +122,42 @@ const char *beacon_key_parse_file(const char *buf, apr_size_t len,
 const char *beacon_key_read_file(apr_pool_t *p, const char *path,
                                  beacon_key_t *key, apr_finfo_t *info);
 
+/*
+ * Where a secret comes from, as ProxyBeaconSecret and beaconctl take it:
+ *   file:PATH          the secret-file rule on PATH
+ *   exec:PATH [ARGS]   the first line PATH prints, as httpd's own exec:
+ *                      (SSLPassPhraseDialog, AuthLDAPBindPassword)
+ *   anything else      the secret itself (hex: or a passphrase)
+ * The prefixes in any case. A value that starts with another WORD: and a
+ * slash ("env:/...", "pass:/...", a misspelt "fiel:/...") is refused: it
+ * looks like a source, and taken as a passphrase it would fail only at
+ * runtime, as a mac mismatch on every announcement.
+ */
+typedef enum {
+    BEACON_SECRET_INLINE,
+    BEACON_SECRET_FILE,
+    BEACON_SECRET_EXEC
+} beacon_secret_source_t;
+
+/* Sets *source and *rest (past the prefix); NULL, or a static message
+ * naming the accepted forms. */
+const char *beacon_secret_source(const char *value,
+                                 beacon_secret_source_t *source,
+                                 const char **rest);
+
+#define BEACON_SECRET_EXEC_LIMIT apr_time_from_sec(10)
+
+/*
+ * Runs command ("PATH [ARGS]", split as a shell would split words, no
+ * shell run) and applies the secret-file rule to what it prints. Its
+ * standard error is the caller's; its output never outlives the call.
+ * A program that fails, prints nothing or runs past limit (then killed)
+ * is an error. Returns NULL, or a message from p that never holds the
+ * output.
+ */
+const char *beacon_key_exec(apr_pool_t *p, const char *command,
+                            apr_interval_time_t limit, beacon_key_t *key);
+
 /* Zeroes a key so that freed memory keeps no key material. */
 void beacon_key_wipe(beacon_key_t *key);
 

@@ -282,18 +282,25 @@ static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
 {
     beacon_server_conf *conf = cmd_conf(cmd);
     beacon_key_t *key = &conf->keys[conf->nkeys];
-    const char *err;
+    beacon_secret_source_t source;
+    const char *err, *rest;
 
     (void)dummy;
     if (conf->nkeys == BEACON_MAX_KEYS) {
         return "ProxyBeaconSecret: at most 4 per server (the first signs, "
                "a receiver accepts any)";
     }
-    if (strncmp(arg, "file:", 5) == 0) {
-        err = read_secret_file(cmd, arg + 5, key);
+    err = beacon_secret_source(arg, &source, &rest);
+    if (err == NULL && source == BEACON_SECRET_FILE) {
+        err = read_secret_file(cmd, rest, key);
     }
-    else {
-        err = beacon_key_parse(arg, key);
+    else if (err == NULL && source == BEACON_SECRET_EXEC) {
+        /* now, while httpd is still root, as httpd's own exec: */
+        err = beacon_key_exec(cmd->temp_pool, rest, BEACON_SECRET_EXEC_LIMIT,
+                              key);
+    }
+    else if (err == NULL) {
+        err = beacon_key_parse(rest, key);
         if (conf->inline_secret == NULL) {
             conf->inline_secret = where_of(cmd);
         }
@@ -496,7 +503,8 @@ const command_rec beacon_cmds[] = {
         "ProxyBeaconMaxSkew; 0: never)"),
     AP_INIT_TAKE1("ProxyBeaconSecret", set_secret, NULL, RSRC_CONF,
         "shared secret: hex: and 32 hex digits, a passphrase of 16 bytes or "
-        "more, or file:/path holding either; up to 4 (the first signs)"),
+        "more, file:/path holding either, or exec:/path [args] printing "
+        "either; up to 4 (the first signs)"),
     AP_INIT_TAKE_ARGV("ProxyBeaconAddress", set_address, NULL, RSRC_CONF,
         "host:port [host:port ...]: the proxies this backend announces "
         "itself to"),

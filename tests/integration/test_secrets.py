@@ -187,3 +187,73 @@ def test_the_module_and_beaconctl_refuse_the_same_files(httpd_factory, workdir,
     assert cli.returncode == 2 and problem in cli.stderr, cli.stderr
     for text in (out, cli.stderr):
         assert passphrase(20).decode() not in text
+
+
+# -- exec: and the prefixes (httpd's convention for secrets kept elsewhere)
+
+def script(workdir, name, body):
+    path = workdir / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o700)
+    return path
+
+
+def test_exec_runs_the_program_at_start_up_and_signs_with_its_first_line(
+        httpd_factory, backend_factory, workdir):
+    # the arguments reach the program; only its first line is the secret
+    prog = script(workdir, "get-secret", 'echo "$1"; echo second line')
+    # one directive argument, quoted, as for httpd's own exec:
+    h, udp = proxy(httpd_factory, f'"exec:{prog} {NEW}"')
+    b = backend_factory("b")
+    Announcer(udp, secret=NEW).announce(b.url)
+    wait_member(h, b.url)
+    assert NEW[4:] not in h.error_log()
+
+
+@pytest.mark.parametrize("body,message", [
+    ("exit 3", "exited with status 3"),
+    ("true", "printed no secret"),
+    ("echo short", "passphrase"),
+    # exec: no grandchild outlives the kill holding apache2 -t's output
+    ("exec sleep 30", "did not finish within 10.0 s"),
+])
+def test_a_failing_exec_program_fails_apache2_t(httpd_factory, workdir, body, message):
+    prog = script(workdir, "get-secret", body)
+    h = httpd_factory(tail_config=receiver_config(5555, secret=f"exec:{prog}"))
+    rc, out = h.check_config()
+    assert rc != 0
+    assert re.search(r"ProxyBeaconSecret: exec: .*" + re.escape(message), out), out
+
+
+@pytest.mark.parametrize("value,message", [
+    ("exec:", "needs a program's absolute path"),
+    ("exec:relative/get-secret", "needs a program's absolute path"),
+    ("exec:/nonexistent/get-secret", "/nonexistent/get-secret"),
+])
+def test_exec_needs_a_program_it_can_run(httpd_factory, value, message):
+    h = httpd_factory(tail_config=receiver_config(5555, secret=value))
+    rc, out = h.check_config()
+    assert rc != 0 and "ProxyBeaconSecret: exec: " in out and message in out, out
+
+
+def test_the_file_prefix_is_matched_in_any_case(httpd_factory, backend_factory, workdir):
+    path = workdir / "beacon.secret"
+    path.write_text(NEW + "\n")
+    path.chmod(0o600)
+    h, udp = proxy(httpd_factory, f"File:{path}")
+    b = backend_factory("b")
+    Announcer(udp, secret=NEW).announce(b.url)
+    wait_member(h, b.url)
+
+
+@pytest.mark.parametrize("value", [
+    "env:/BEACON_SECRET", "pass:/beacon/cluster", "fiel:/etc/beacon.secret",
+    "https://vault.example/secret",
+])
+def test_a_source_beacon_does_not_know_is_refused_not_taken_as_a_passphrase(
+        httpd_factory, value):
+    h = httpd_factory(tail_config=receiver_config(5555, secret=value))
+    rc, out = h.check_config()
+    assert rc != 0
+    assert "ProxyBeaconSecret: only file:/path and exec:/path [args]" in out, out
+    assert value not in out.replace(f"ProxyBeaconSecret {value}", "")

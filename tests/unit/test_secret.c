@@ -1,0 +1,168 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * Where a secret comes from (beacon_secret_source) and exec: programs
+ * (beacon_key_exec). The programs are /bin/sh -c '...': no file to write.
+ */
+#include "test_common.h"
+
+#define HEX_SECRET "hex:00112233445566778899aabbccddeeff"
+#define SHORT_LIMIT apr_time_from_msec(300)
+
+typedef struct {
+    const char *name;
+    const char *value;
+    int refused;
+    beacon_secret_source_t source;
+    const char *rest;
+} source_row_t;
+
+static const source_row_t source_rows[] = {
+    {"a hex secret", HEX_SECRET, 0, BEACON_SECRET_INLINE, HEX_SECRET},
+    {"a passphrase", "a-long-random-shared-secret", 0, BEACON_SECRET_INLINE,
+     "a-long-random-shared-secret"},
+    {"a passphrase with a colon but no slash", "word:not-a-source-at-all", 0,
+     BEACON_SECRET_INLINE, "word:not-a-source-at-all"},
+    {"file:", "file:/etc/beacon.secret", 0, BEACON_SECRET_FILE,
+     "/etc/beacon.secret"},
+    {"File: in another case", "File:/etc/beacon.secret", 0, BEACON_SECRET_FILE,
+     "/etc/beacon.secret"},
+    {"exec:", "exec:/usr/bin/get 1", 0, BEACON_SECRET_EXEC, "/usr/bin/get 1"},
+    {"EXEC: in capitals", "EXEC:/usr/bin/get", 0, BEACON_SECRET_EXEC,
+     "/usr/bin/get"},
+    {"env:/ is no source beacon knows", "env:/BEACON_SECRET", 1, 0, NULL},
+    {"pass:/ neither", "pass:/beacon/cluster", 1, 0, NULL},
+    {"a typo of file:", "fiel:/etc/beacon.secret", 1, 0, NULL},
+    {"a url", "https://vault.example/v1/secret", 1, 0, NULL},
+};
+
+static void each_value_has_its_source(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(source_rows); i++) {
+        const source_row_t *row = &source_rows[i];
+        beacon_secret_source_t source = (beacon_secret_source_t)-1;
+        const char *rest = NULL;
+        const char *err = beacon_secret_source(row->value, &source, &rest);
+
+        if (row->refused) {
+            if (err == NULL || strstr(err, "file:/path and exec:/path") == NULL) {
+                fail_msg("%s: '%s' not refused as a source", row->name,
+                         row->value);
+            }
+            continue;
+        }
+        if (err != NULL || source != row->source || strcmp(rest, row->rest)) {
+            fail_msg("%s: '%s' gave %s", row->name, row->value,
+                     err ? err : rest);
+        }
+    }
+}
+
+/* The key that beacon_key_parse gives the same text. */
+static beacon_key_t key_of(const char *secret)
+{
+    beacon_key_t key;
+
+    assert_null(beacon_key_parse(secret, &key));
+    return key;
+}
+
+static const char *run(const char *command, apr_interval_time_t limit,
+                       beacon_key_t *key)
+{
+    return beacon_key_exec(TEST_POOL, command, limit, key);
+}
+
+static void exec_takes_the_first_line_the_program_prints(void **state)
+{
+    beacon_key_t key, want = key_of(HEX_SECRET);
+
+    (void)state;
+    /* (the line rule itself, CRLF and all, is the secret-file rule) */
+    assert_null(run("/bin/sh -c 'echo " HEX_SECRET "; echo more'",
+                    BEACON_SECRET_EXEC_LIMIT, &key));
+    assert_memory_equal(key.bytes, want.bytes, BEACON_KEY_LEN);
+}
+
+static void exec_passes_the_arguments(void **state)
+{
+    beacon_key_t key, want = key_of("a-long-random-shared-secret");
+
+    (void)state;
+    assert_null(run("/bin/sh -c 'echo \"$1\"' sh a-long-random-shared-secret",
+                    BEACON_SECRET_EXEC_LIMIT, &key));
+    assert_memory_equal(key.bytes, want.bytes, BEACON_KEY_LEN);
+}
+
+/* The message says what failed, never what the program printed. */
+static void assert_refused(const char *command, apr_interval_time_t limit,
+                           const char *says)
+{
+    beacon_key_t key;
+    const char *err = run(command, limit, &key);
+
+    assert_non_null(err);
+    if (strstr(err, says) == NULL) {
+        fail_msg("'%s': '%s' does not say '%s'", command, err, says);
+    }
+    assert_null(strstr(err, "leaky"));
+}
+
+static void a_failing_program_is_an_error(void **state)
+{
+    (void)state;
+    assert_refused("/bin/sh -c 'echo leaky-secret-0123456789; exit 3'",
+                   BEACON_SECRET_EXEC_LIMIT, "exited with status 3");
+    assert_refused("/bin/sh -c 'kill -9 $$'", BEACON_SECRET_EXEC_LIMIT,
+                   "killed by signal 9");
+    assert_refused("/nonexistent/get-secret", BEACON_SECRET_EXEC_LIMIT,
+                   "/nonexistent/get-secret");
+}
+
+static void empty_or_unusable_output_is_an_error(void **state)
+{
+    (void)state;
+    assert_refused("/bin/true", BEACON_SECRET_EXEC_LIMIT, "printed no secret");
+    assert_refused("/bin/sh -c 'echo; echo leaky-secret-0123456789'",
+                   BEACON_SECRET_EXEC_LIMIT, "printed no secret");
+    assert_refused("/bin/echo leaky", BEACON_SECRET_EXEC_LIMIT,
+                   "at least 16 bytes");
+}
+
+static void a_program_past_the_limit_is_killed(void **state)
+{
+    apr_time_t started = apr_time_now();
+
+    (void)state;
+    assert_refused("/bin/sleep 30", SHORT_LIMIT, "did not finish within 0.3 s");
+    assert_true(apr_time_now() - started < apr_time_from_sec(5));
+    /* printed the secret, then hung: still refused */
+    assert_refused("/bin/sh -c 'echo " HEX_SECRET "; exec sleep 30'",
+                   SHORT_LIMIT, "did not finish");
+}
+
+static void exec_needs_an_absolute_path(void **state)
+{
+    (void)state;
+    assert_refused("", BEACON_SECRET_EXEC_LIMIT, "absolute path");
+    assert_refused("sh -c 'echo x'", BEACON_SECRET_EXEC_LIMIT, "absolute path");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(each_value_has_its_source),
+        cmocka_unit_test(exec_takes_the_first_line_the_program_prints),
+        cmocka_unit_test(exec_passes_the_arguments),
+        cmocka_unit_test(a_failing_program_is_an_error),
+        cmocka_unit_test(empty_or_unusable_output_is_an_error),
+        cmocka_unit_test(a_program_past_the_limit_is_killed),
+        cmocka_unit_test(exec_needs_an_absolute_path),
+    };
+
+    return cmocka_run_group_tests_name("secret", tests, test_pool_setup,
+                                       test_pool_teardown);
+}
