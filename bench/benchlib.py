@@ -36,7 +36,7 @@ import beacon_wire as bw  # noqa: E402
 from beacon_env import SECRET, receiver_config  # noqa: E402
 # re-exported for run_bench.py
 from httpd import (ChildProcess, Httpd, error_lines, free_port,  # noqa: E402,F401
-                   pid_gone, set_subreaper, wait_for)
+                   logged_at, pid_gone, set_subreaper, wait_for)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 FILE_SIZE = 100            # bytes of the static file every backend serves
@@ -501,10 +501,10 @@ def run_wrk(port, seconds, threads=2, connections=32, path=FILE_PATH, headers=()
 
 # ---- /proc -----------------------------------------------------------------------
 
-def udp_socket(port):
-    """The IPv4 UDP socket bound to 127.0.0.1:port from /proc/net/udp:
+def udp_socket(port, host="127.0.0.1"):
+    """The IPv4 UDP socket bound to host:port from /proc/net/udp:
     {inode, rx_queue (bytes), drops}, or None."""
-    want = "0100007F:%04X" % port
+    want = "%08X:%04X" % (int.from_bytes(socket.inet_aton(host), "little"), port)
     try:
         lines = Path("/proc/net/udp").read_text().splitlines()[1:]
     except OSError:

@@ -19,6 +19,10 @@ Sections (all by default, --only picks some):
   churn        join into a recycled growth slot vs a free one; wrk through 50
                members with and without 10 membership changes/s; a rolling
                replacement of 10 members under load, failed requests counted
+  fanout       announcements/s beaconctl send fans out to 1 name x 64
+               addresses; a new address in the name -> that proxy has the
+               member (the module's sender), median of trials. Needs root
+               (a private /etc/hosts: tests/integration/private_hosts.py)
 
 Benchmarks report, they never fail: a missed goal is marked MISSED in the
 table and the exit status is still 0. A section that cannot run (wrk or
@@ -27,9 +31,10 @@ says why in the table. The table goes to stdout and to
 bench/results/latest.txt (raw figures: latest.json), each written to a
 temporary file first so a crashed run keeps the last result.
 
-Everything runs on 127.0.0.1, every wait is a bounded poll, and only the
-processes started here are stopped, by pid. --quick (about a minute and a
-half) is a smoke run: too short for figures worth quoting.
+Everything runs on the loopback (127.0.0.1; fan-out also 127.0.1.x and
+127.0.2.x), every wait is a bounded poll, and only the processes started
+here are stopped, by pid. --quick (about a minute and a half) is a smoke
+run: too short for figures worth quoting.
 """
 
 import argparse
@@ -38,8 +43,10 @@ import contextlib
 import datetime
 import json
 import re
+import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -50,8 +57,10 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in bench/ or tests/
 import benchlib as bl  # noqa: E402
+import private_hosts  # noqa: E402  (tests/integration, on benchlib's path)
 
-SECTIONS = ("library", "request", "control", "convergence", "footprint", "churn")
+SECTIONS = ("library", "request", "control", "convergence", "footprint", "churn",
+            "fanout")
 
 
 class Skip(Exception):
@@ -1315,12 +1324,21 @@ def bench_churn(ctx):
     # one backend, a port per url; roomier than the MPM's defaults (BIG_MPM)
     site = ctx.track(bl.Site(ctx.dir / "churn-site", [f"c{i}" for i in range(160)],
                              mpm=bl.BIG_MPM)).start()
+    return run_parts(ctx, "churn", (("a) join", churn_join, (ctx, site)),
+                                    ("b) throughput", churn_throughput, (ctx, site)),
+                                    ("c) rolling replacement", churn_rolling, (ctx,))))
+
+
+def run_parts(ctx, section, parts):
+    """The lines of each (label, fn, args) of a section: a part that cannot
+    run (Skip) or fails is reported, as a line and a goal not measured, and
+    the others run on."""
     lines = []
-    for label, fn, args in (("a) join", churn_join, (ctx, site)),
-                            ("b) throughput", churn_throughput, (ctx, site)),
-                            ("c) rolling replacement", churn_rolling, (ctx,))):
+    for label, fn, args in parts:
         try:
             lines += fn(*args)
+        except Skip as e:
+            lines.append(f"   {label}: not run: {e}")
         except KeyboardInterrupt:
             raise
         except Exception as e:  # noqa: BLE001 - report, go on
@@ -1328,10 +1346,296 @@ def bench_churn(ctx):
             tb = traceback.format_exc().strip().splitlines()
             lines += [f"   {label}: ERROR: {type(e).__name__}: {first[:300]}",
                       f"      at {tb[-3].strip() if len(tb) > 2 else ''}"]
-            ctx.goal("churn", f"{label[3:]}: not measured", None,
+            ctx.goal(section, f"{label[3:]}: not measured", None,
                      f"ERROR: {type(e).__name__}: {first[:120]}")
             log("".join(traceback.format_exc()))
     return lines
+
+
+# ---- 7. fan-out --------------------------------------------------------------------
+
+FAN_NAME = "fan.test"
+FAN_ADDRS = 64  # BEACON_FANOUT_MAX_ADDRS: the most one name gives
+FAN_INTERVAL = 1  # the module sender's ProxyBeaconInterval, seconds
+
+
+def fan_port(addrs):
+    """A port free_port() gave that UDP can bind on every one of addrs."""
+    for _ in range(20):
+        port = bl.free_port()
+        socks = []
+        try:
+            for a in addrs:
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                socks.append(s)
+                s.bind((a, port))
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+        return port
+    raise RuntimeError(f"no UDP port free on all of {addrs[0]}..{addrs[-1]}")
+
+
+class FanSinks:
+    """UDP sockets on one port of addrs, standing in for a tier of proxies:
+    a thread drains them all, counting each one's announcements and keeping
+    the last (its seq and ts say how many the sender made, and when);
+    state=leaving is counted apart."""
+
+    def __init__(self, addrs):
+        self.addrs = list(addrs)
+        self.port = fan_port(self.addrs)
+        self.socks = []
+        self.sel = selectors.DefaultSelector()
+        for i, a in enumerate(self.addrs):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+            s.bind((a, self.port))
+            s.setblocking(False)
+            self.sel.register(s, selectors.EVENT_READ, i)
+            self.socks.append(s)
+        self.thread = None
+        self.reset()
+
+    def reset(self):
+        n = len(self.addrs)
+        self.counts, self.last, self.leaving = [0] * n, [None] * n, [0] * n
+        self.first = None
+
+    def drops(self):
+        return sum((bl.udp_socket(self.port, a) or {"drops": 0})["drops"]
+                   for a in self.addrs)
+
+    def _drain(self, i):
+        s = self.socks[i]
+        while True:
+            try:
+                data = s.recv(2048)
+            except BlockingIOError:
+                return
+            if b" state=leaving " in data:
+                self.leaving[i] += 1
+                continue
+            self.counts[i] += 1
+            self.last[i] = data
+            if self.first is None:
+                self.first = data
+
+    def _run(self):
+        while not self.stopped.is_set():
+            for key, _ in self.sel.select(0.05):
+                self._drain(key.data)
+
+    def start(self):
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        """Stops the thread, then reads what is left."""
+        self.stopped.set()
+        self.thread.join(10)
+        for i in range(len(self.socks)):
+            self._drain(i)
+
+    def close(self):
+        self.sel.close()
+        for s in self.socks:
+            s.close()
+
+
+def fan_run(ctx, beaconctl, hosts, secret, sinks, seconds):
+    """beaconctl send --interval 1ms to FAN_NAME (FAN_ADDRS addresses) for
+    `seconds`, then SIGTERM. The rate is the sender's own: seq and ts of the
+    first and the last announcement read back."""
+    sinks.reset()
+    drops = sinks.drops()
+    sinks.start()
+    proc = subprocess.Popen(hosts.launcher() + [
+        str(beaconctl), "send", "--to", f"{FAN_NAME}:{sinks.port}",
+        "--url", "http://127.0.0.1:9", "--interval", "1ms", "--secret-file", str(secret)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        bl.wait_for(lambda: sinks.first is not None or proc.poll() is not None, 10,
+                    "beaconctl's first announcement")
+        try:
+            proc.wait(seconds)
+            raise RuntimeError(f"beaconctl exited {proc.returncode}: "
+                               f"{proc.stderr.read().strip()[:300]}")
+        except subprocess.TimeoutExpired:
+            pass
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(10)
+        err = proc.stderr.read().strip()
+        # leaving is each address's last datagram: once all are read, so is the rest
+        try:
+            bl.wait_for(lambda: all(sinks.leaving), 5, "state=leaving at every address")
+        except AssertionError:
+            pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        proc.stderr.close()
+        sinks.stop()
+    first = bl.bw.fields(sinks.first)
+    last = max((bl.bw.fields(d) for d in sinks.last if d), key=lambda f: int(f["seq"]))
+    made = int(last["seq"]) + 1  # seq counts from 0
+    span = (int(last["ts"]) - int(first["ts"])) / 1e6
+    reached = sum(1 for c in sinks.counts if c)
+    ann_rate = (int(last["seq"]) - int(first["seq"])) / span if span > 0 else None
+    return {"rc": rc, "stderr": err[:300], "announcements": made, "span_s": span,
+            "announcements_per_s": ann_rate,
+            "datagrams_per_s": ann_rate * reached if ann_rate else None,
+            "addresses_reached": reached, "delivered": sum(sinks.counts),
+            "expected": made * len(sinks.addrs), "leaving": sum(sinks.leaving),
+            "min_per_address": min(sinks.counts), "max_per_address": max(sinks.counts),
+            "socket_drops": sinks.drops() - drops}
+
+
+def fanout_rate(ctx, hosts, secret):
+    beaconctl = ctx.build / "beaconctl"
+    if not beaconctl.is_file():
+        raise Skip(f"{beaconctl} is not built (make build)")
+    runs_n, secs = (2, 1) if ctx.quick else (5, 3)
+    addrs = [f"127.0.1.{i}" for i in range(1, FAN_ADDRS + 1)]
+    hosts.set({FAN_NAME: addrs})
+    sinks = FanSinks(addrs)
+    runs = []
+    try:
+        for r in range(runs_n):
+            log(f"fanout: rate run {r + 1}/{runs_n}")
+            runs.append(fan_run(ctx, beaconctl, hosts, secret, sinks, secs))
+    finally:
+        sinks.close()
+    ctx.raw.setdefault("fanout", {})["rate"] = runs
+    ann = [r["announcements_per_s"] for r in runs if r["announcements_per_s"]]
+    dgr = [r["datagrams_per_s"] for r in runs if r["datagrams_per_s"]]
+    lost = sum(r["expected"] - r["delivered"] for r in runs)
+    bad = [r for r in runs if r["rc"] != 0 or r["addresses_reached"] != FAN_ADDRS
+           or r["leaving"] != FAN_ADDRS]
+    lines = [f"   a) beaconctl send --interval 1ms (its smallest) --to {FAN_NAME}:PORT, the "
+             f"name {FAN_ADDRS} addresses (127.0.1.1-{FAN_ADDRS}) in a private /etc/hosts;",
+             f"      a UDP socket on each counts; {runs_n} run(s) of {secs} s; rates from the "
+             "seq and ts of the first and last announcement read back",
+             f"      announcements/s median {fmt(bl.median(ann), '.0f')} ({rng(ann, '.0f')}), "
+             f"datagrams/s median {fmt(bl.median(dgr), '.0f')} ({rng(dgr, '.0f')}); "
+             f"the 1 ms interval caps it at 1000 announcements/s",
+             f"      delivered {sum(r['delivered'] for r in runs)} of "
+             f"{sum(r['expected'] for r in runs)} datagrams (lost {lost}, socket drops "
+             f"{sum(r['socket_drops'] for r in runs)}); per address and run "
+             f"{min(r['min_per_address'] for r in runs)}-"
+             f"{max(r['max_per_address'] for r in runs)}; state=leaving at "
+             f"{min(r['leaving'] for r in runs)}-{max(r['leaving'] for r in runs)} "
+             f"of {FAN_ADDRS} addresses"]
+    for r in bad:
+        lines.append(f"      run: exit {r['rc']}, {r['addresses_reached']} addresses reached, "
+                     f"{r['leaving']} leaving; stderr: {r['stderr'][:150] or '-'}")
+    return lines
+
+
+def fan_proxy(ctx, label, addr, port):
+    """A receiver on addr:port (a proxy of the tier), started and listening."""
+    p = ctx.track(bl.Proxy(ctx.dir / label, module=ctx.module))
+    p.tail_config = bl.receiver_config(port, timeout="30", listen=f"{addr}:{port}")
+    p.start()
+    p.wait_log(r"BCN00050: listening for beacons on udp %s:%d " % (re.escape(addr), port),
+               since=0)
+    return p
+
+
+def fan_sender(ctx, hosts, target):
+    """The module's sender: a backend apache2 that loads only it (as the
+    integration tests' sender_httpd), every FAN_INTERVAL, resolving with
+    the private hosts file."""
+    h = ctx.track(bl.Httpd(workdir=ctx.dir / "fan-sender", module=ctx.module,
+                           loglevel="warn"))
+    lines = [line for line in h.modules_config().splitlines()
+             if line.startswith(("LoadModule mpm_", "LoadModule authz_core",
+                                 "LoadModule proxy_beacon"))]
+    h.modules_config = lambda: "\n".join(lines) + "\n"
+    h.proxy_config = h.proxypass_config = h.manager_config = ""
+    h.tail_config = (f"ProxyBeaconAddress {target}\n"
+                     f"ProxyBeaconAdvertise http://127.0.0.1:{h.port}\n"
+                     f"ProxyBeaconInterval {FAN_INTERVAL}\n"
+                     f"ProxyBeaconSecret {bl.SECRET}\n")
+    h.launcher = hosts.launcher()
+    return h
+
+
+def fanout_join(ctx, hosts):
+    """A new address in the name -> that proxy has the member. Each trial
+    adds one proxy's address to the name (the proxy was up and listening
+    before) and polls its balancer-manager until the member is enabled.
+
+    A trial begins just after the sender's last announcement (the previous
+    join): begun at once, every trial would wait a whole interval for the
+    next lookup. Trial k waits (k - 1) / trials of the interval first, so
+    the trials sample the phases of the sender's interval evenly."""
+    trials = 3 if ctx.quick else 5
+    addrs = [f"127.0.2.{i}" for i in range(trials + 1)]  # [0]: there from the start
+    port = fan_port(addrs)
+    proxies = [fan_proxy(ctx, f"fan-proxy{i}", a, port) for i, a in enumerate(addrs)]
+    hosts.set({FAN_NAME: addrs[:1]})
+    sender = fan_sender(ctx, hosts, f"{FAN_NAME}:{port}").start()
+    url = f"http://127.0.0.1:{sender.port}"
+    wait_members(proxies[0], [url])
+    res = {"polled": [], "logged": [], "failures": []}
+    for k in range(1, trials + 1):
+        p = proxies[k]
+        time.sleep((k - 1) / trials * FAN_INTERVAL)  # the phase, not a wait for a state
+        t_wall, t0 = time.time(), time.monotonic()
+        hosts.set({FAN_NAME: addrs[:k + 1]})
+        try:
+            bl.wait_for(lambda: any(w["name"] == url and "Ok" in w["flags"]
+                                    for w in p.members()), 10,
+                        f"{url} in {addrs[k]}'s balancer", interval=0.005)
+        except AssertionError as e:
+            res["failures"].append(f"trial {k}: {e}")
+            continue
+        res["polled"].append(time.monotonic() - t0)
+        m = p.wait_log(r"BCN00030: added backend %s " % re.escape(url), since=0)
+        res["logged"].append(bl.logged_at(m) - t_wall)
+        log(f"fanout: join trial {k}/{trials}")
+    for i, p in enumerate(proxies):
+        ctx.check_log(p, f"fanout/proxy {addrs[i]}")
+    ctx.check_log(sender, "fanout/sender")
+    ctx.raw.setdefault("fanout", {})["join"] = res
+    polled, logged = res["polled"], res["logged"]
+    med = bl.median(polled)
+    lines = [f"   b) a new address in the name -> that proxy has the member: the module's "
+             f"sender (ProxyBeaconInterval {FAN_INTERVAL}) to {FAN_NAME}:PORT;",
+             f"      {trials} trials, each adds the address of a proxy already listening "
+             "(127.0.2.k) to the private /etc/hosts, in place, at phase (k-1)/"
+             f"{trials} of the interval after the last join",
+             f"      polled (balancer-manager every 5 ms): median {fmt(med and 1e3 * med, '.0f')}"
+             f" ms ({rng(polled, '.0f', 1e3)}); by the proxy's BCN00030 time stamp: median "
+             f"{fmt(bl.median(logged) and 1e3 * bl.median(logged), '.0f')} ms "
+             f"({rng(logged, '.0f', 1e3)}); median/interval "
+             f"{fmt(med and med / FAN_INTERVAL, '.2f')}"]
+    if res["failures"]:
+        lines.append(f"      failures: {len(res['failures'])}, e.g. {res['failures'][0]}")
+    worst = max(polled) if polled else None
+    ctx.goal("fanout", "a new address in the name has the member within 1 interval + 1 s",
+             bool(polled) and not res["failures"] and worst <= FAN_INTERVAL + 1,
+             f"worst of {trials} {fmt(worst, '.2f')} s, median {fmt(med, '.2f')} s"
+             + (f", {len(res['failures'])} failed" if res["failures"] else ""))
+    return lines
+
+
+def bench_fanout(ctx):
+    """Two parts, each reported on its own (as churn's)."""
+    why = private_hosts.usable()
+    if why:
+        raise Skip(why)
+    hosts = private_hosts.HostsFile(ctx.dir / "fan-hosts")
+    secret = ctx.dir / "fan-secret"
+    secret.write_text(bl.SECRET + "\n")
+    secret.chmod(0o600)
+    return run_parts(ctx, "fanout", (("a) rate", fanout_rate, (ctx, hosts, secret)),
+                                     ("b) new address", fanout_join, (ctx, hosts))))
 
 
 # ---- report ------------------------------------------------------------------------
@@ -1342,8 +1646,9 @@ TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)"
           "convergence": "3. Convergence: join and eviction latency",
           "footprint": "4. Footprint: memory and receiver CPU",
           "churn": "6. Churn: joins into recycled slots, throughput under churn, "
-                   "rolling replacement"}
-ORDER = ("request", "control", "convergence", "footprint", "library", "churn")
+                   "rolling replacement",
+          "fanout": "7. Fan-out: one sender to every address of a name"}
+ORDER = ("request", "control", "convergence", "footprint", "library", "churn", "fanout")
 
 
 def header(ctx, started, load_before, elapsed):
@@ -1361,7 +1666,8 @@ def header(ctx, started, load_before, elapsed):
         f"load avg {'/'.join(load_before)} before, {'/'.join(bl.loadavg())} after",
         f"software: Apache/{apache} (event MPM), HAProxy {hap or '-'}, wrk {wrk or '-'}, "
         f"net.core.rmem_max {m['rmem_max']}",
-        "all traffic on 127.0.0.1; client, proxy and backends share the same cores",
+        "all traffic on the loopback (127.0.0.0/8); client, proxy and backends share the "
+        "same cores",
     ]
 
 
@@ -1421,7 +1727,7 @@ def main():
     sections = {}
     funcs = {"library": bench_library, "request": bench_request, "control": bench_control,
              "convergence": bench_convergence, "footprint": bench_footprint,
-             "churn": bench_churn}
+             "churn": bench_churn, "fanout": bench_fanout}
     try:
         for key in [k for k in ORDER if k in only]:
             log(f"{key}: start")

@@ -28,6 +28,11 @@
 
 #include "cli.h"
 
+/* libbeacon's number, in the help's words */
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+#define KEEP_ROUNDS STRINGIFY(BEACON_FANOUT_KEEP_ROUNDS)
+
 static const command_t commands[] = {
     {"send",
      "--to HOST:PORT [--to HOST:PORT ...] [--url URL]\n"
@@ -35,13 +40,18 @@ static const command_t commands[] = {
      "[--lbfactor N] [--verbose]\n"
      "[--interval SECONDS | --once] [--secret-file FILE]",
      "Announces a backend that is not httpd to one or more proxies: at\n"
-     "once, then every interval, in the foreground. On SIGTERM or SIGINT\n"
-     "it sends a last datagram with state=leaving (the proxy disables\n"
-     "the member) and exits 0. A name that does not resolve or a failed\n"
-     "send costs one line on stderr per target and minute at most, and\n"
-     "never ends the program. Fields: url, host, pid (own), seq (from 0),\n"
-     "ts (the wall clock in microseconds, strictly increasing), svc,\n"
-     "route, lbfactor; the leaving datagram says them too.",
+     "once, then every interval, in the foreground. A name stands for\n"
+     "every address it resolves to (a tier of proxies), each of which\n"
+     "gets every datagram; names are looked up again every interval, and\n"
+     "a new address hears as soon as a lookup finds it. A name that stops\n"
+     "resolving keeps its last addresses for " KEEP_ROUNDS " intervals.\n"
+     "On SIGTERM or SIGINT it sends a last datagram with state=leaving\n"
+     "to every address known (the proxy disables the member) and exits\n"
+     "0. A failed lookup or send costs one line on stderr per name and\n"
+     "minute at most, and never ends the program. Fields: url, host, pid\n"
+     "(own), seq (from 0), ts (the wall clock in microseconds, strictly\n"
+     "increasing), svc, route, lbfactor; the leaving datagram says them\n"
+     "too.",
      send_options, run_send},
     {"listen",
      "--bind ADDR:PORT [--max-skew SECONDS] [--count N]\n"

@@ -203,11 +203,29 @@ int stop_requested(void);
  * for it and for a socket at once. */
 apr_pollfd_t stop_pollfd(apr_pool_t *p);
 
+/* Blocks SIGTERM and SIGINT in the calling thread, and unblocks them: a
+ * thread created in between inherits the mask, so that the stop signals
+ * are handled by the thread that waits for them (in wait_until). */
+void block_stop_signals(void);
+void unblock_stop_signals(void);
+
+/* Ends the current or the next wait_until at once with WAIT_WOKEN: for
+ * another thread with news for the waiting one. Thread-safe. */
+void wake_waiter(void);
+
+typedef enum {
+    WAIT_DEADLINE = 0, /* the deadline came */
+    WAIT_STOP,         /* a stop signal arrived */
+    WAIT_WOKEN         /* wake_waiter was called; the deadline stands */
+} wait_t;
+
 /*
- * Waits until deadline or a stop signal; nonzero for the signal. A wait
- * longer than max means the wall clock stepped back: it ends at once.
+ * Waits until deadline, a stop signal or a wake_waiter, and says which
+ * (a stop wins). A wait longer than max means the wall clock stepped
+ * back: it ends at once.
  */
-int wait_until(apr_pool_t *p, apr_time_t deadline, apr_interval_time_t max);
+wait_t wait_until(apr_pool_t *p, apr_time_t deadline,
+                  apr_interval_time_t max);
 
 /* ------------------------------------------------------------------ */
 /* Commands: each returns the exit status                              */

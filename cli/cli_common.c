@@ -26,6 +26,9 @@ const char *cmd_name;
 static void vwarn(const char *fmt, va_list ap)
 {
     fflush(stdout); /* what was printed before the error comes first */
+    /* stderr is unbuffered, so a line is several writes: locked, the lines
+     * of two threads (send's lookups) never mix */
+    flockfile(stderr);
     fputs("beaconctl: ", stderr);
     if (cmd_name) {
         fprintf(stderr, "%s: ", cmd_name);
@@ -33,6 +36,7 @@ static void vwarn(const char *fmt, va_list ap)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     fflush(stderr);
+    funlockfile(stderr);
 }
 
 void fail(int status, const char *fmt, ...)

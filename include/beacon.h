@@ -504,7 +504,9 @@ typedef struct {
 
 /*
  * Looks host up: every A and AAAA address, each once, the first
- * BEACON_FANOUT_MAX_ADDRS kept. The one step of the fan-out that blocks
+ * BEACON_FANOUT_MAX_ADDRS kept; as the system resolver's AI_ADDRCONFIG
+ * has it, AAAA records only on a host with an IPv6 address (besides
+ * ::1), A records only on one with an IPv4 address. The one step of the fan-out that blocks
  * (DNS): callers run it where no announcement waits for it. Scratch memory
  * from p. Nothing found is APR_ENOENT.
  */
@@ -588,8 +590,10 @@ void beacon_fanout_update(beacon_fanout_t *f, unsigned i,
                           const beacon_lookup_t *r,
                           beacon_fanout_change_t *change);
 
-/* Sends one datagram to one address: APR_SUCCESS, or why not. */
-typedef apr_status_t (*beacon_send_fn)(void *ctx, const beacon_sockaddr_t *to,
+/* Sends one datagram to one address of f->names[name]: APR_SUCCESS, or
+ * why not. */
+typedef apr_status_t (*beacon_send_fn)(void *ctx, unsigned name,
+                                       const beacon_sockaddr_t *to,
                                        const char *buf, apr_size_t len);
 
 /*

@@ -268,7 +268,7 @@ unsigned beacon_fanout_send(beacon_fanout_t *f, const char *buf,
             if (a->duplicate) {
                 continue;
             }
-            if (send(ctx, &a->to, buf, len) == APR_SUCCESS) {
+            if (send(ctx, i, &a->to, buf, len) == APR_SUCCESS) {
                 a->sent++;
                 reached++;
             }

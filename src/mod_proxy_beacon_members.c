@@ -227,6 +227,7 @@ static void remember_sender(beacon_receiver *r, const beacon_event_t *ev)
     info->host[n] = '\0';
     info->pid = beacon_span_number(&ev->dg.pid);
     info->seq = beacon_span_number(&ev->dg.seq);
+    info->leaving = beacon_datagram_is_leaving(&ev->dg);
     if (r->dirty < DIRTY_RENEWED) {
         r->dirty = DIRTY_RENEWED;
     }

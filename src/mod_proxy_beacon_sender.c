@@ -71,6 +71,7 @@ typedef struct {
     unsigned reached, failed, unresolved;
     apr_status_t error;        /* the first failure's */
     char failed_at[BEACON_SOCKADDR_TEXT_MAX]; /* where it failed */
+    const char *failed_name;                   /* for which name */
 } send_outcome;
 
 static beacon_sender *senders;
@@ -83,8 +84,9 @@ static int retiring_alone;          /* siblings serve on: no departure */
  * no pool: send_leaving may run in a signal handler, where nothing may
  * allocate.
  */
-static apr_status_t send_one(void *ctx, const beacon_sockaddr_t *to,
-                             const char *buf, apr_size_t len)
+static apr_status_t send_one(void *ctx, unsigned name,
+                             const beacon_sockaddr_t *to, const char *buf,
+                             apr_size_t len)
 {
     send_outcome *out = ctx;
     int *fd = &out->snd->sockets[to->u.sa.sa_family == AF_INET6];
@@ -98,6 +100,7 @@ static apr_status_t send_one(void *ctx, const beacon_sockaddr_t *to,
     }
     if (rv != APR_SUCCESS && out->failed++ == 0) {
         out->error = rv;
+        out->failed_name = out->snd->guard.fanout->names[name].spec;
         beacon_sockaddr_text(to, out->failed_at, sizeof(out->failed_at));
     }
     return rv;
@@ -194,9 +197,10 @@ static void report(const send_outcome *out, const char *buf)
     }
     if (out->failed) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, out->error, snd->s,
-                     BCNLOGNO(00101) "cannot send beacon to %s (%u of %u "
-                     "addresses failed; next report in 60 s at most)",
-                     out->failed_at, out->failed, out->failed + out->reached);
+                     BCNLOGNO(00101) "cannot send beacon to %s (%s; %u of "
+                     "%u addresses failed; next report in 60 s at most)",
+                     out->failed_at, out->failed_name, out->failed,
+                     out->failed + out->reached);
     }
     lost = first_unresolved(snd->guard.fanout);
     if (lost) {

@@ -46,6 +46,7 @@ typedef struct {
     apr_int64_t last_ts;
     apr_time_t last_seen, retry_at;
     apr_int32_t state;        /* beacon_state_t */
+    apr_int32_t leaving;      /* its last announcement said state=leaving */
 } beacon_status_record;
 
 typedef struct {

@@ -4,12 +4,15 @@
  * What beacon knows, for people and for scripts: a section in mod_status's
  * server-status (and machine-readable lines in ?auto), and a handler,
  * "SetHandler beacon-status", with the same data as HTML or, with ?json,
- * as JSON. Read-only: nothing here changes any state.
+ * as JSON, or, with ?metrics, for Prometheus to scrape. Read-only: nothing
+ * here changes any state.
  * What is shown comes from mod_proxy_beacon_view.c; the HTML from
- * mod_proxy_beacon_status_html.c.
+ * mod_proxy_beacon_status_html.c, the metrics from
+ * mod_proxy_beacon_metrics.c.
  */
 
 #include "mod_proxy_beacon_status.h"
+#include "mod_proxy_beacon_metrics.h"
 #include "mod_proxy_beacon_status_html.h"
 #include "mod_proxy_beacon_view.h"
 
@@ -161,11 +164,12 @@ static void print_record_json(request_rec *r, const beacon_shown_record *row)
     json_seconds_or_null(r, row->retry_in);
     ap_rprintf(r, ", \"last_ts\": %" APR_INT64_T_FMT ", \"host\": ", row->rec->last_ts);
     json_str(r, row->rec->host);
-    ap_rprintf(r, ", \"pid\": %s, \"seq\": %s}",
+    ap_rprintf(r, ", \"pid\": %s, \"seq\": %s, \"said_leaving\": %s}",
                row->rec->pid < 0 ? "null"
                    : apr_psprintf(r->pool, "%" APR_INT64_T_FMT, row->rec->pid),
                row->rec->seq < 0 ? "null"
-                   : apr_psprintf(r->pool, "%" APR_INT64_T_FMT, row->rec->seq));
+                   : apr_psprintf(r->pool, "%" APR_INT64_T_FMT, row->rec->seq),
+               row->rec->leaving ? "true" : "false");
 }
 
 static void print_receiver_json(request_rec *r, const beacon_shown_receiver *sr)
@@ -300,14 +304,17 @@ static int beacon_status_handler(request_rec *r)
         }
         return OK;
     }
-    ap_set_content_type(r, "text/html; charset=utf-8");
-    if (!r->header_only) {
-        ap_rputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                 "<title>mod_proxy_beacon status</title></head><body>\n"
-                 "<h1>mod_proxy_beacon</h1>\n", r);
-        beacon_status_html_body(r, only);
-        ap_rputs("<p><a href=\"?json\">as JSON</a></p>\n</body></html>\n", r);
+    /* "metrics=" is how Prometheus's scrape params write it */
+    if (r->args && (strcmp(r->args, "metrics") == 0 ||
+                    strcmp(r->args, "metrics=") == 0)) {
+        ap_set_content_type(r, BEACON_METRICS_CONTENT_TYPE);
+        if (!r->header_only) {
+            beacon_metrics_print(r, only);
+        }
+        return OK;
     }
+    ap_set_content_type(r, "text/html; charset=utf-8");
+    beacon_status_html_page(r, only);
     return OK;
 }
 

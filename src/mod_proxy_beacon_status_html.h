@@ -7,7 +7,12 @@
 
 #include "mod_proxy_beacon_util.h"
 
-/* Every receiver and sender of server only (NULL: of every server). */
+/* Every receiver and sender of server only (NULL: of every server), as
+ * a section of another page (server-status): its style scoped to it. */
 void beacon_status_html_body(request_rec *r, const server_rec *only);
+
+/* The whole beacon-status page, headers included (?refresh=N as
+ * mod_status reads it); the body unless r->header_only. */
+void beacon_status_html_page(request_rec *r, const server_rec *only);
 
 #endif /* MOD_PROXY_BEACON_STATUS_HTML_H */

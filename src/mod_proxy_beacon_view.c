@@ -97,6 +97,41 @@ int beacon_view_gather(request_rec *r, const server_rec *only, int with_flags,
     return n;
 }
 
+int beacon_view_has_flag(const char *flags, const char *word)
+{
+    apr_size_t n = strlen(word);
+    const char *at = flags;
+
+    while ((at = strstr(at, word)) != NULL) {
+        if ((at == flags || at[-1] == ' ') && (at[n] == ' ' || at[n] == '\0')) {
+            return 1;
+        }
+        at += n;
+    }
+    return 0;
+}
+
+/* The words are those of mod_proxy's proxy_wstat_tbl (proxy_util.c). */
+int beacon_view_admin_held(const beacon_shown_record *row)
+{
+    static const char *const admins[] = {"Stop", "Drn", "Stby", "Spar"};
+    unsigned i;
+
+    if (row->flags == NULL) {
+        return 0;
+    }
+    for (i = 0; i < sizeof(admins) / sizeof(admins[0]); i++) {
+        if (beacon_view_has_flag(row->flags, admins[i])) {
+            return 1;
+        }
+    }
+    /* beacon sets Disabled on the members it took out (evicted, leaving)
+     * and clears it when they return; one being added is beacon's too */
+    return (row->rec->state == BEACON_REC_ACTIVE ||
+            row->rec->state == BEACON_REC_NOT_MANAGED) &&
+           beacon_view_has_flag(row->flags, "Dis");
+}
+
 /* httpd's flag text ends in a space ("Init Ok "). */
 const char *beacon_view_trimmed(apr_pool_t *p, const char *flags)
 {

@@ -50,6 +50,20 @@ typedef struct {
 int beacon_view_gather(request_rec *r, const server_rec *only, int with_flags,
                        beacon_shown_receiver **shown);
 
+/* Whether word is one of the words of httpd's flag text ("Init Dis Stop "),
+ * the words of mod_proxy's proxy_wstat_tbl (proxy_util.c). */
+int beacon_view_has_flag(const char *flags, const char *word);
+
+/*
+ * Whether an administrator holds the member out of normal rotation,
+ * whatever its lease says: httpd's Stopped, Drain, hot standby or hot
+ * spare (balancer-manager's S, N, H, R, which beacon never sets), or
+ * Disabled where it is not beacon's (on a member beacon does not manage,
+ * or on an active one, whose Disabled beacon cleared). Not the error and
+ * health-check flags: those are httpd's, not a person's.
+ */
+int beacon_view_admin_held(const beacon_shown_record *row);
+
 /* httpd's flag text without its trailing space ("Init Ok "). */
 const char *beacon_view_trimmed(apr_pool_t *p, const char *flags);
 

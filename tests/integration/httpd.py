@@ -219,6 +219,10 @@ class Httpd:
     """
 
     AUTO = object()  # module=AUTO: module_path(), may be None
+    # An argv prefix the start command runs under (`apache2 -k start`, and
+    # fail_to_start's), e.g. private_hosts.HostsFile.launcher(): the whole
+    # server then runs in what the prefix sets up. Nothing else uses it.
+    launcher = []
 
     def __init__(self, workdir=None, port=None, mpm="event", module=AUTO,
                  loglevel=None, growth=4, members=(), status=False,
@@ -341,7 +345,8 @@ class Httpd:
         self.write_config()
         out = self.dir / "logs" / "start.out"
         with open(out, "w") as f:
-            rc = subprocess.run([APACHE2, "-f", str(self.conf_path), "-k", "start"],
+            rc = subprocess.run([*self.launcher, APACHE2, "-f", str(self.conf_path),
+                                 "-k", "start"],
                                 stdout=f, stderr=subprocess.STDOUT, timeout=30).returncode
         return rc, out.read_text()
 
@@ -390,7 +395,8 @@ class Httpd:
         self.write_config()
         out = self.dir / "logs" / "fail.out"
         with open(out, "w") as f:
-            proc = subprocess.Popen([APACHE2, "-f", str(self.conf_path), "-DFOREGROUND"],
+            proc = subprocess.Popen([*self.launcher, APACHE2, "-f", str(self.conf_path),
+                                     "-DFOREGROUND"],
                                     stdout=f, stderr=subprocess.STDOUT)
         try:
             rc = proc.wait(timeout)

@@ -9,11 +9,14 @@ that fails should mean the module is wrong, not the harness.
 import os
 import re
 import signal
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 import httpd as H
+import private_hosts
 
 
 def plain(httpd_factory, **kwargs):
@@ -134,6 +137,32 @@ def test_a_crashing_child_fails_the_clean_log_check(httpd_factory):
     h.wait_log(rf"AH0005[12]: child pid {victim} exit signal Segmentation fault")
     assert any(f"child pid {victim}" in line for line in h.unexpected_errors())
     h.expect_errors("AH00051", "AH00052")  # deliberate here only
+
+
+def test_the_launcher_prefix_runs_the_whole_server(httpd_factory):
+    h = plain(httpd_factory)
+    h.launcher = ["env", "BEACON_LAUNCHED=yes"]
+    h.start()
+    for pid in [h.pid] + h.child_pids():
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert b"BEACON_LAUNCHED=yes" in environ, pid
+
+
+def test_a_private_hosts_file_is_seen_by_the_launched_process_only(tmp_path):
+    why = private_hosts.usable()
+    if why:
+        pytest.skip(why)
+    hosts = private_hosts.HostsFile(tmp_path / "hosts",
+                                    {"tier.test": ["127.0.0.2", "127.0.0.3", "::1"]})
+    inode = hosts.path.stat().st_ino
+    assert sorted(hosts.resolve("tier.test")) == ["127.0.0.2", "127.0.0.3", "::1"]
+    hosts.set({"tier.test": ["127.0.0.4"], "other.test": ["127.0.0.5"]})
+    assert hosts.path.stat().st_ino == inode, "rewritten in place, not replaced"
+    assert hosts.resolve("tier.test") == ["127.0.0.4"]
+    assert hosts.resolve("other.test") == ["127.0.0.5"]
+    outside = subprocess.run(["getent", "ahosts", "tier.test"], capture_output=True,
+                             timeout=30)
+    assert outside.returncode != 0 and outside.stdout == b""
 
 
 def test_fail_to_start_reports_a_port_in_use(httpd_factory, backend_factory):

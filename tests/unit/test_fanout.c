@@ -162,11 +162,13 @@ typedef struct {
     const char *fail[4];                       /* ip:PORT texts */
     char to[16][BEACON_SOCKADDR_TEXT_MAX];
     unsigned calls[16];
+    unsigned for_name[16];                     /* of the last call */
     unsigned nto, total;
 } fake_net_t;
 
-static apr_status_t fake_send(void *ctx, const beacon_sockaddr_t *to,
-                              const char *buf, apr_size_t len)
+static apr_status_t fake_send(void *ctx, unsigned name,
+                              const beacon_sockaddr_t *to, const char *buf,
+                              apr_size_t len)
 {
     fake_net_t *net = ctx;
     const char *t = text(to);
@@ -182,6 +184,7 @@ static apr_status_t fake_send(void *ctx, const beacon_sockaddr_t *to,
         strcpy(net->to[net->nto++], t);
     }
     net->calls[i]++;
+    net->for_name[i] = name;
     for (i = 0; i < ARRAY_LEN(net->fail); i++) {
         if (net->fail[i] != NULL && strcmp(net->fail[i], t) == 0) {
             return APR_ECONNREFUSED;
@@ -469,6 +472,8 @@ static void a_shared_address_is_sent_once_for_the_first_name(void **state)
     assert_int_equal(send_all(f, &net), 3);
     assert_int_equal(net.total, 3);
     assert_int_equal(calls_to(&net, "10.0.0.9:5555"), 1);
+    assert_int_equal(net.for_name[1], 0); /* 10.0.0.9, sent for "a" */
+    assert_int_equal(net.for_name[2], 1); /* 10.0.0.2, for "b" */
     assert_int_equal(entry(f, 0, "10.0.0.9")->sent, 1);
     assert_int_equal(entry(f, 1, "10.0.0.9")->sent, 0);
 }
