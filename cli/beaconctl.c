@@ -38,7 +38,8 @@ static const command_t commands[] = {
      "--to HOST:PORT [--to HOST:PORT ...] [--url URL]\n"
      "[--host NAME] [--service NAME] [--route ROUTE]\n"
      "[--lbfactor N] [--verbose]\n"
-     "[--interval SECONDS | --once] [--secret-file FILE]",
+     "[--interval SECONDS | --once]\n"
+     "[--secret-file FILE | --secret-exec COMMAND]",
      "Announces a backend that is not httpd to one or more proxies: at\n"
      "once, then every interval, in the foreground. A name stands for\n"
      "every address it resolves to (a tier of proxies), each of which\n"
@@ -55,11 +56,13 @@ static const command_t commands[] = {
      send_options, run_send},
     {"listen",
      "--bind ADDR:PORT [--max-skew SECONDS] [--count N]\n"
-     "[--service NAME] [--secret-file FILE ...]",
+     "[--service NAME]\n"
+     "[--secret-file FILE ... | --secret-exec COMMAND ...]",
      "Receives datagrams and prints one line for each: what a proxy with\n"
      "the same secret, max skew and service would decide. The tool to\n"
      "reach for when a backend never joins. During a rotation give\n"
-     "--secret-file once per secret, at most 4: any of them verifies, as\n"
+     "--secret-file (or --secret-exec) once per secret, at most 4: any\n"
+     "of them verifies, as\n"
      "on a proxy with several ProxyBeaconSecret lines.\n"
      "  accepted url=<canonical> host=.. pid=.. seq=.. ts=.. [svc=..]\n"
      "      [route=..] [lbfactor=..] [state=..] from IP:PORT\n"
@@ -75,7 +78,7 @@ static const command_t commands[] = {
     {"sign",
      "--ts USEC [--url URL] [--host NAME] [--pid N] [--seq N]\n"
      "[--service NAME] [--route ROUTE] [--lbfactor N]\n"
-     "[--state S] [--secret-file FILE]",
+     "[--state S] [--secret-file FILE | --secret-exec COMMAND]",
      "Prints one signed datagram and a newline, which is not part of it\n"
      "(for scripts and test vectors). Fields not given are left out; the\n"
      "rest are written in the wire order url, host, pid, seq, ts, svc,\n"
@@ -116,8 +119,10 @@ static void print_help(void)
           "  keygen    print a new random secret\n\n"
           "The secret (the proxy's ProxyBeaconSecret: hex: and 32 hex digits,\n"
           "or a passphrase of at least 16 bytes) is read from the first line\n"
-          "of --secret-file FILE, or else from the environment variable\n"
-          SECRET_ENV ". It is never taken from the command line, where every\n"
+          "of --secret-file FILE, or of what --secret-exec COMMAND prints, or\n"
+          "else from the environment variable " SECRET_ENV " (which, as\n"
+          "ProxyBeaconSecret, may say file:PATH or exec:PATH instead). It is\n"
+          "never taken from the command line, where every\n"
           "local user could read it with ps. As it starts, beaconctl removes\n"
           SECRET_ENV " from its environment and overwrites the value where\n"
           "the environment held it: no child inherits it, and\n"

@@ -88,12 +88,23 @@ void set_v11_fields(beacon_announcement_t *a, const char *service,
  */
 void take_secret_env(apr_pool_t *p);
 
+/* Where a key comes from: --secret-file FILE or --secret-exec COMMAND. */
+typedef struct {
+    const char *text;  /* the FILE or the COMMAND; NULL: BEACON_SECRET */
+    int exec;
+} secret_arg_t;
+
 /*
- * The key from --secret-file file, or from BEACON_SECRET (as
- * take_secret_env() took it) when file is NULL. Every problem is a
- * configuration error; no message shows the secret.
+ * The key from arg, or from BEACON_SECRET (as take_secret_env() took it,
+ * read as ProxyBeaconSecret reads its value: the secret, file: or exec:)
+ * when arg is NULL or empty. Every problem is a configuration error; no
+ * message shows the secret.
  */
-void load_key(apr_pool_t *p, const char *file, beacon_key_t *key);
+void load_key(apr_pool_t *p, const secret_arg_t *arg, beacon_key_t *key);
+
+/* --secret-file or --secret-exec, as an option loop meets it, into *arg;
+ * given both, or one twice, is a usage error. */
+void take_secret_arg(secret_arg_t *arg, int optch, const char *value);
 
 /* ------------------------------------------------------------------ */
 /* Options and help (cli_options.c)                                    */
@@ -106,6 +117,7 @@ enum {
     OPT_INTERVAL,
     OPT_ONCE,
     OPT_SECRET_FILE,
+    OPT_SECRET_EXEC,
     OPT_VERBOSE,
     OPT_BIND,
     OPT_MAX_SKEW,
@@ -148,9 +160,15 @@ struct command {
 #define SECRET_FILE_OPTION(once)                                              \
     {"secret-file", OPT_SECRET_FILE, "FILE",                                  \
      "read the secret from the first line of FILE (a\n"                      \
-     "trailing newline is ignored); without this option,\n"                  \
-     "from the environment variable " SECRET_ENV ".\n"                       \
+     "trailing newline is ignored); without this option\n"                   \
+     "or --secret-exec, from the environment variable\n"                     \
+     SECRET_ENV " (file: and exec: as ProxyBeaconSecret).\n"                 \
      "There is no option for the secret itself.", once}
+#define SECRET_EXEC_OPTION(once)                                              \
+    {"secret-exec", OPT_SECRET_EXEC, "COMMAND",                               \
+     "run COMMAND, \"/path [args]\" (no shell, 10 s at\n"                   \
+     "most), and take the secret from the first line it\n"                  \
+     "prints, as ProxyBeaconSecret exec: does", once}
 #define ROUTE_OPTION(once)                                                    \
     {"route", OPT_ROUTE, "ROUTE",                                             \
      "the member's route for sticky sessions (route=),\n"                    \

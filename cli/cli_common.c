@@ -242,29 +242,79 @@ void take_secret_env(apr_pool_t *p)
     apr_env_delete(SECRET_ENV, p);
 }
 
-void load_key(apr_pool_t *p, const char *file, beacon_key_t *key)
+/* A --secret-file FILE: its I/O message names the path already. */
+static void key_from_file(apr_pool_t *p, const char *file, beacon_key_t *key)
 {
-    const char *err;
+    const char *err = beacon_key_read_file(p, file, key, NULL);
 
-    if (file) {
-        /* the secret-file rule is the module's too: the library's */
-        err = beacon_key_read_file(p, file, key, NULL);
-        if (err && names_path(err, file)) {
-            fail(EXIT_USAGE, "--secret-file: %s", err);
-        }
-        if (err) {
-            fail(EXIT_USAGE, "--secret-file %s: %s", file, err);
-        }
-        return;
+    if (err && names_path(err, file)) {
+        fail(EXIT_USAGE, "--secret-file: %s", err);
     }
+    if (err) {
+        fail(EXIT_USAGE, "--secret-file %s: %s", file, err);
+    }
+}
+
+static void key_from_exec(apr_pool_t *p, const char *what,
+                          const char *command, beacon_key_t *key)
+{
+    const char *err = beacon_key_exec(p, command, BEACON_SECRET_EXEC_LIMIT,
+                                      key);
+
+    if (err) {
+        fail(EXIT_USAGE, "%s: %s", what, err);
+    }
+}
+
+/*
+ * BEACON_SECRET read as ProxyBeaconSecret reads its value (libbeacon's
+ * beacon_secret_source): the secret itself, file:PATH or exec:PATH.
+ */
+static void key_from_env(apr_pool_t *p, beacon_key_t *key)
+{
+    beacon_secret_source_t source;
+    const char *rest, *err;
+
     if (env_secret == NULL) {
-        fail(EXIT_USAGE, "no secret: use --secret-file FILE or set the "
-             "environment variable " SECRET_ENV " (see beaconctl %s --help)",
-             cmd_name);
+        fail(EXIT_USAGE, "no secret: use --secret-file FILE, --secret-exec "
+             "PROGRAM or the environment variable " SECRET_ENV " (see "
+             "beaconctl %s --help)", cmd_name);
     }
-    err = beacon_key_parse(env_secret, key);
+    err = beacon_secret_source(env_secret, &source, &rest);
+    if (err == NULL && source == BEACON_SECRET_FILE) {
+        err = beacon_key_read_file(p, rest, key, NULL);
+    }
+    else if (err == NULL && source == BEACON_SECRET_EXEC) {
+        key_from_exec(p, SECRET_ENV, rest, key);
+    }
+    else if (err == NULL) {
+        err = beacon_key_parse(rest, key);
+    }
     if (err) {
         fail(EXIT_USAGE, SECRET_ENV ": %s", err);
     }
     beacon_wipe(env_secret, strlen(env_secret)); /* one key per run */
+}
+
+void take_secret_arg(secret_arg_t *arg, int optch, const char *value)
+{
+    if (arg->text != NULL) {
+        fail(EXIT_USAGE, "give one secret: --secret-file or --secret-exec, "
+             "once");
+    }
+    arg->text = value;
+    arg->exec = optch == OPT_SECRET_EXEC;
+}
+
+void load_key(apr_pool_t *p, const secret_arg_t *arg, beacon_key_t *key)
+{
+    if (arg == NULL || arg->text == NULL) {
+        key_from_env(p, key);
+    }
+    else if (arg->exec) {
+        key_from_exec(p, "--secret-exec", arg->text, key);
+    }
+    else {
+        key_from_file(p, arg->text, key);
+    }
 }

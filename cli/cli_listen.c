@@ -21,8 +21,8 @@
 /* The options as given, before any is checked. */
 typedef struct {
     const char *bind, *max_skew, *count, *service;
-    const char *secret_files[BEACON_MAX_KEYS]; /* NULL: the environment */
-    unsigned nfiles;
+    secret_arg_t secrets[BEACON_MAX_KEYS]; /* none: the environment */
+    unsigned nsecrets;
 } listen_args_t;
 
 /* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
@@ -46,6 +46,7 @@ const option_t listen_options[] = {
      "none, is dropped as wrong service",
      ONCE(listen_args_t, service)},
     SECRET_FILE_OPTION(0), /* once per secret */
+    SECRET_EXEC_OPTION(0),
     HELP_OPTION,
     OPTIONS_END};
 
@@ -216,17 +217,18 @@ static void parse_listen_options(apr_pool_t *p, const command_t *cmd,
 {
     const char *arg;
     opts_t o;
+    int optch;
 
     memset(args, 0, sizeof(*args));
     opts_init(&o, p, cmd, argc, argv);
-    /* the only option not stored by opts_next */
-    while (opts_next(&o, args, &arg) == OPT_SECRET_FILE) {
-        /* one per secret during a rotation, as ProxyBeaconSecret */
-        if (args->nfiles == BEACON_MAX_KEYS) {
-            fail(EXIT_USAGE, "--secret-file may be given at most %d "
-                 "times", BEACON_MAX_KEYS);
+    /* the only options not stored by opts_next: one per secret during a
+     * rotation, as ProxyBeaconSecret */
+    while ((optch = opts_next(&o, args, &arg)) != 0) {
+        if (args->nsecrets == BEACON_MAX_KEYS) {
+            fail(EXIT_USAGE, "--secret-file and --secret-exec: at most %d "
+                 "secrets", BEACON_MAX_KEYS);
         }
-        args->secret_files[args->nfiles++] = arg;
+        take_secret_arg(&args->secrets[args->nsecrets++], optch, arg);
     }
 }
 
@@ -250,10 +252,11 @@ static void setup_listener(apr_pool_t *p, const listen_args_t *args,
         fail(EXIT_USAGE, "--count '%s': expected a positive number",
              args->count);
     }
-    /* no --secret-file: one key, from the environment (file NULL) */
-    l->nkeys = args->nfiles > 0 ? args->nfiles : 1;
+    /* no --secret-file nor --secret-exec: one key, from the environment
+     * (secrets[0] empty) */
+    l->nkeys = args->nsecrets > 0 ? args->nsecrets : 1;
     for (i = 0; i < l->nkeys; i++) {
-        load_key(p, args->secret_files[i], &l->keys[i]);
+        load_key(p, &args->secrets[i], &l->keys[i]);
     }
     l->table = apr_palloc(p, sizeof(*l->table));
     beacon_table_init(l->table, 0, l->max_skew); /* 0: no lease, the default */

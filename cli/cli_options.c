@@ -98,8 +98,8 @@ static void refuse_secret_argument(int argc, const char *const *argv)
             strncmp(argv[i], "--secret=", 9) == 0) {
             fail(EXIT_USAGE, "there is no --secret option: a secret on the "
                  "command line is visible to every local user; use "
-                 "--secret-file FILE or the environment variable "
-                 SECRET_ENV);
+                 "--secret-file FILE, --secret-exec COMMAND or the "
+                 "environment variable " SECRET_ENV);
         }
     }
 }

@@ -37,7 +37,7 @@
 typedef struct {
     apr_array_header_t *specs; /* --to, const char * each */
     const char *url, *host, *service, *route, *lbfactor, *interval;
-    const char *secret_file;
+    secret_arg_t secret;
     int once, verbose;
 } send_args_t;
 
@@ -76,7 +76,8 @@ const option_t send_options[] = {
      "print each datagram sent, and to where, on\n"
      "standard output; and on standard error the\n"
      "addresses of a name whenever they change", 0},
-    SECRET_FILE_OPTION(ONCE(send_args_t, secret_file)),
+    SECRET_FILE_OPTION(0),
+    SECRET_EXEC_OPTION(0),
     HELP_OPTION,
     OPTIONS_END};
 
@@ -542,6 +543,10 @@ static void parse_send_options(apr_pool_t *p, const command_t *cmd, int argc,
         case OPT_VERBOSE:
             args->verbose = 1;
             break;
+        case OPT_SECRET_FILE:
+        case OPT_SECRET_EXEC:
+            take_secret_arg(&args->secret, optch, arg);
+            break;
         }
     }
 }
@@ -656,7 +661,7 @@ static void setup_announcement(apr_pool_t *p, const send_args_t *args,
     /* else: host= is informational; leave it out */
     set_v11_fields(&s->a, args->service, args->route, args->lbfactor);
     s->a.pid = (apr_int64_t)getpid();
-    load_key(p, args->secret_file, &s->key);
+    load_key(p, &args->secret, &s->key);
     check_length(s);
 }
 

@@ -14,7 +14,8 @@
 /* The options as given, before any is checked. */
 typedef struct {
     const char *url, *host, *pid, *seq, *ts, *service, *route, *lbfactor;
-    const char *state, *secret_file;
+    const char *state;
+    secret_arg_t secret;
 } sign_args_t;
 
 /* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
@@ -35,7 +36,8 @@ const option_t sign_options[] = {
     LBFACTOR_OPTION(ONCE(sign_args_t, lbfactor)),
     {"state", OPT_STATE, "S", "the state= field, e.g. leaving",
      ONCE(sign_args_t, state)},
-    SECRET_FILE_OPTION(ONCE(sign_args_t, secret_file)),
+    SECRET_FILE_OPTION(0),
+    SECRET_EXEC_OPTION(0),
     HELP_OPTION,
     OPTIONS_END};
 
@@ -44,11 +46,13 @@ static void parse_sign_options(apr_pool_t *p, const command_t *cmd, int argc,
 {
     const char *arg;
     opts_t o;
+    int optch;
 
     memset(args, 0, sizeof(*args));
     opts_init(&o, p, cmd, argc, argv);
-    while (opts_next(&o, args, &arg) != 0) {
-        /* every option of sign is given once: stored by opts_next */
+    /* every other option of sign is given once: stored by opts_next */
+    while ((optch = opts_next(&o, args, &arg)) != 0) {
+        take_secret_arg(&args->secret, optch, arg);
     }
 }
 
@@ -97,7 +101,7 @@ int run_sign(apr_pool_t *p, const command_t *cmd, int argc,
         check_field("state", args.state);
         a.state = args.state;
     }
-    load_key(p, args.secret_file, &key);
+    load_key(p, &args.secret, &key);
     len = beacon_format(buf, sizeof(buf), &a, &key);
     beacon_wipe(&key, sizeof(key));
     if (len < 0) {

@@ -814,6 +814,58 @@ class ErrorTest(CliTestCase):
                 self.assert_one_line_error(r, must_contain=["no secret"])
 
 
+class SecretSourceTest(CliTestCase):
+    """Where the secret comes from, as ProxyBeaconSecret says it: --secret-exec
+    (or BEACON_SECRET=exec:...) runs a program and takes its first line,
+    BEACON_SECRET=file:... reads a file, and any other WORD:/ is refused
+    rather than signed with as a passphrase."""
+
+    HEX = "hex:00112233445566778899aabbccddeeff"
+    PRINT_IT = f"/bin/sh -c 'echo {HEX}; echo ignored'"
+
+    def signed(self, args, secret=None):
+        r = run(["sign", "--ts", "1"] + args, secret=secret)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        return r.stdout
+
+    def test_secret_exec_signs_with_the_first_line_the_program_prints(self):
+        want = self.signed([], secret=self.HEX)
+        self.assertEqual(self.signed(["--secret-exec", self.PRINT_IT]), want)
+        self.assertEqual(self.signed([], secret="exec:" + self.PRINT_IT), want)
+        self.assertEqual(self.signed([], secret="EXEC:" + self.PRINT_IT), want)
+
+    def test_the_environment_may_name_a_file(self):
+        path = self.secret_file(self.HEX + "\n")
+        self.assertEqual(self.signed([], secret="File:" + path),
+                         self.signed([], secret=self.HEX))
+
+    def test_a_failing_program_is_a_configuration_error(self):
+        r = run(["sign", "--ts", "1", "--secret-exec",
+                 "/bin/sh -c 'echo leaky-secret-0123456789; exit 3'"])
+        self.assert_one_line_error(r, must_contain=(
+            "--secret-exec: exec: /bin/sh exited with status 3",))
+        self.assertNotIn("leaky", r.stderr)
+
+    def test_a_source_beaconctl_does_not_know_is_refused(self):
+        for value in ("env:/SECRET", "fiel:/etc/beacon.secret",
+                      "https://vault.example/secret"):
+            with self.subTest(value=value):
+                r = run(["sign", "--ts", "1"], secret=value)
+                self.assert_one_line_error(r, must_contain=(
+                    "BEACON_SECRET: only file:/path and exec:/path [args]",))
+                self.assertNotIn(value, r.stderr)
+
+    def test_one_secret_option_at_a_time(self):
+        path = self.secret_file(self.HEX + "\n")
+        for args in (["--secret-file", path, "--secret-exec", self.PRINT_IT],
+                     ["--secret-exec", self.PRINT_IT] * 2):
+            with self.subTest(args=args):
+                r = run(["send", "--once", "--to", "127.0.0.1:9"] + args)
+                self.assert_one_line_error(r, must_contain=(
+                    "give one secret",))
+
+
 class SecretFileTest(CliTestCase):
     """The secret-file rule, shared with ProxyBeaconSecret file:/path: the
     first line up to LF, one CR before the LF dropped, at most 4096 bytes,
@@ -940,12 +992,12 @@ class HelpTest(CliTestCase):
     OPTIONS = {
         "send": ["--to", "--url", "--host", "--service", "--route",
                  "--lbfactor", "--interval", "--once", "--verbose",
-                 "--secret-file", "--help"],
+                 "--secret-file", "--secret-exec", "--help"],
         "listen": ["--bind", "--max-skew", "--count", "--service",
-                   "--secret-file", "--help"],
+                   "--secret-file", "--secret-exec", "--help"],
         "sign": ["--url", "--host", "--pid", "--seq", "--ts", "--service",
                  "--route", "--lbfactor", "--state", "--secret-file",
-                 "--help"],
+                 "--secret-exec", "--help"],
         "keygen": ["--help"],
     }
 
