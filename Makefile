@@ -11,11 +11,14 @@
 #
 #   make                 build everything into build/
 #   make check           build, unit and CLI tests (ctest), integration
-#                        tests (pytest)
+#                        and packaging tests (pytest)
 #   make check-sanitize  the unit tests again under ASan+UBSan, in build-asan/
 #   make bench           run the benchmarks, table also in bench/results/
 #   make demo            a live cluster on 127.0.0.1, about 30 s
 #   make install         apxs -i -a, beaconctl, Debian's a2enmod files
+#   make uninstall       undo make install (scripts/uninstall); idempotent
+#   make deb             Debian packages libapache2-mod-proxy-beacon and
+#                        beacon-tools (debian/), linted, into build-deb/
 #   make deps            install the Debian packages all targets need, as
 #                        root (BENCH=1: also make bench's)
 #   make clean
@@ -44,7 +47,8 @@ CTEST_ARGS = --output-on-failure --no-tests=error
 # cmake --build runs make again; its "Entering directory" lines are noise.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps build module install check check-sanitize bench demo clean
+.PHONY: all deps build module install uninstall deb check check-sanitize bench \
+	demo clean
 
 all: build module
 
@@ -78,10 +82,15 @@ module: build
 # ---------------------------------------------------------------------------
 
 # Unit and CLI tests first, then the integration tests, which start private
-# httpd instances with the module loaded (pytest fails if it collects none).
+# httpd instances with the module loaded (pytest fails if it collects none),
+# then the packaging tests (tests/packaging/conftest.py, about a minute):
+# make uninstall, the man pages, make install and make deb with the
+# packages installed and purged, the last two into this machine, as root
+# only.
 check: build module
 	$(CTEST) --test-dir $(BUILD) $(CTEST_ARGS)
 	$(PYTHON) -m pytest -q tests/integration
+	BEACON_BUILD=$(BUILD) $(PYTHON) -m pytest -q tests/packaging
 
 # Debug (-O0, no NDEBUG): the library's assert()s stay live under the
 # sanitizers, and reports point at the exact line.
@@ -116,12 +125,22 @@ demo: all
 # apxs -i -a copies the DSO and enables it (Debian's apxs writes
 # mods-available/proxy_beacon.load and runs a2enmod). On Debian ours then
 # replaces that .load, naming the modules a receiver needs so a2enmod
-# enables them too, and adds the commented .conf.
+# enables them too, and adds the commented .conf. The Debian packages
+# (make deb) install to the same paths: with one of them installed,
+# make install stops rather than overwrite its files.
 APXS       ?= apxs
 PREFIX     ?= /usr/local
 APACHE_ETC ?= /etc/apache2
+DEB_PACKAGES = libapache2-mod-proxy-beacon beacon-tools
 
 install: all
+	@for p in $(DEB_PACKAGES); do \
+		if dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q ' installed$$'; then \
+			echo "install: the Debian package $$p is installed, at the same paths:" \
+				"apt-get purge $$p first" >&2; \
+			exit 1; \
+		fi; \
+	done
 	$(MAKE) -f apxs.mk BUILD=$(BUILD) install
 	install -D -m 755 $(BUILD)/beaconctl $(DESTDIR)$(PREFIX)/bin/beaconctl
 	@if [ -d $(APACHE_ETC)/mods-available ]; then \
@@ -133,11 +152,52 @@ install: all
 		echo "  LoadModule proxy_beacon_module $$($(APXS) -q LIBEXECDIR)/mod_proxy_beacon.so"; \
 	fi
 
+# The reverse of install, in scripts/uninstall (what it removes, and what
+# it leaves: the modules a2enmod enabled for ours, files a package owns).
+# Same overrides as install (APXS, PREFIX, DESTDIR, APACHE_ETC). It builds
+# nothing and checks for no package: it needs only apxs, to find the DSO.
+uninstall:
+	@APXS='$(APXS)' PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' \
+		APACHE_ETC='$(APACHE_ETC)' sh scripts/uninstall
+
+# ---- Debian packages ------------------------------------------------------
+# libapache2-mod-proxy-beacon (the module, its .load/.conf for a2enmod,
+# mod_proxy_beacon(5)) and beacon-tools (beaconctl, beaconctl(1), the
+# systemd unit for beaconctl send), built by debian/rules with the
+# project's own build (cmake, apxs.mk), into $(DEB_BUILD)/: the .debs, the
+# .changes and .buildinfo. dpkg-buildpackage writes its results next to
+# the tree it builds, so it builds a copy of this one made in
+# $(DEB_BUILD)/, without the build trees and objects .gitignore names; a
+# build that fails leaves that copy there to look into. debian/rules runs
+# the unit and CLI tests unless DEB_BUILD_OPTIONS=nocheck (about 30 s
+# more). dpkg-buildpackage gets a make environment of its own, as on a
+# build machine, not this make's MAKEFLAGS. lintian then checks the
+# .changes and both .debs and fails the target on an error; warnings are
+# printed (LINTIAN= skips it).
+DEB_BUILD   ?= build-deb
+LINTIAN     ?= lintian --fail-on error
+DEB_VERSION  = $(shell dpkg-parsechangelog -l debian/changelog -S Version)
+DEB_TREE     = $(DEB_BUILD)/libapache2-mod-proxy-beacon-$(DEB_VERSION)
+DEB_EXCLUDES = --exclude-vcs --exclude=./build --exclude='./build-*' \
+	--exclude=./$(DEB_BUILD) --exclude='*.o' --exclude='*.lo' --exclude='*.la' \
+	--exclude='*.slo' --exclude=.libs --exclude=__pycache__ \
+	--exclude=.pytest_cache --exclude=./bench/results
+
+deb: deps
+	rm -rf $(DEB_TREE) $(DEB_BUILD)/*_$(DEB_VERSION)_*
+	mkdir -p $(DEB_TREE)
+	tar -c $(DEB_EXCLUDES) -f - . | tar -x -C $(DEB_TREE)
+	cd $(DEB_TREE) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		dpkg-buildpackage -b --no-sign -J$(JOBS)
+	rm -rf $(DEB_TREE)
+	$(if $(LINTIAN),$(LINTIAN) $(DEB_BUILD)/libapache2-mod-proxy-beacon_$(DEB_VERSION)_*.changes)
+	@ls -1 $(DEB_BUILD)/*_$(DEB_VERSION)_*.deb
+
 # build-asan/ also holds check-asan-module's tree (build-asan/mod); the
 # module's objects are next to its sources, hence apxs.mk's clean.
 clean:
 	$(MAKE) -f apxs.mk BUILD=$(BUILD) clean
-	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz $(DEB_BUILD)
 
 # ---- hardening: fuzzing, sanitizers inside httpd, static analysis ---------
 #   make fuzz               libFuzzer targets (fuzz/), FUZZ_SECONDS each
