@@ -616,6 +616,11 @@ typedef struct {
     char url[BEACON_URL_MAX]; /* canonical url; "" for a heartbeat */
     beacon_record_t *rec;     /* NULL for a heartbeat */
     beacon_action_t action;
+    /* With BEACON_DROP_REPLAYED_TS: the ts is the one last accepted for
+     * this url, so this is a second copy of that very announcement (a
+     * proxy a sender reaches at two addresses, or the network), not a
+     * replay of an older one. Still dropped. */
+    int second_copy;
 } beacon_event_t;
 
 /*

@@ -357,6 +357,7 @@ beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
     ev->url[0] = '\0';
     ev->rec = NULL;
     ev->action = BEACON_ACT_NONE;
+    ev->second_copy = 0;
     reason = beacon_verify_any(buf, len, keys, nkeys, now, t->max_skew, &ev->dg);
     if (reason == BEACON_OK && !is_for_service(t, &ev->dg.svc)) {
         return BEACON_DROP_WRONG_SERVICE;
@@ -369,8 +370,15 @@ beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
         ev->url[0] = '\0';
         return BEACON_DROP_UNACCEPTABLE_URL;
     }
-    return beacon_table_accept(t, ev->url, ev->dg.ts, beacon_datagram_is_leaving(&ev->dg),
-                               now, &ev->rec, &ev->action);
+    reason = beacon_table_accept(t, ev->url, ev->dg.ts,
+                                 beacon_datagram_is_leaving(&ev->dg), now,
+                                 &ev->rec, &ev->action);
+    if (reason == BEACON_DROP_REPLAYED_TS) {
+        const beacon_record_t *r = beacon_table_find(t, ev->url);
+
+        ev->second_copy = r != NULL && r->high_ts == ev->dg.ts;
+    }
+    return reason;
 }
 
 beacon_reason_t beacon_receive(beacon_table_t *t, const beacon_key_t *key,

@@ -31,6 +31,26 @@ static const char *escaped_span(apr_pool_t *p, const beacon_span_t *span)
 
 /* A peer controls how often drops happen: each reason is reported at most
  * once per BEACON_LOG_EVERY per receiver, with the count it stands for. */
+/* A proxy a sender reaches at two addresses (its A and AAAA records)
+ * gets each announcement twice: no cause for a warning, but worth a line
+ * for whoever wonders why replayed_ts grows. */
+static void report_second_copy(beacon_receiver *r, const beacon_event_t *ev,
+                               const struct sockaddr *peer, socklen_t peer_len,
+                               apr_time_t now, apr_pool_t *p)
+{
+    unsigned suppressed;
+
+    if (beacon_rate_allows(&r->second_copy_log, now, BEACON_LOG_EVERY,
+                           &suppressed)) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, r->s, BCNLOGNO(00113)
+                     "%s: dropped a second copy of an announcement from %s: "
+                     "%s, the same ts again (a sender that reaches this "
+                     "proxy at two addresses)%s", r->label,
+                     beacon_peer_label(p, peer, peer_len), ev->url,
+                     beacon_held_back(p, suppressed));
+    }
+}
+
 static void report_drop(beacon_receiver *r, unsigned drop,
                         const beacon_event_t *ev, const struct sockaddr *peer,
                         socklen_t peer_len, apr_time_t now, apr_pool_t *p)
@@ -39,6 +59,10 @@ static void report_drop(beacon_receiver *r, unsigned drop,
     unsigned suppressed;
 
     r->shared->dropped[drop]++;
+    if (drop == BEACON_DROP_REPLAYED_TS && ev->second_copy) {
+        report_second_copy(r, ev, peer, peer_len, now, p);
+        return;
+    }
     if (!beacon_rate_allows(&r->drop_log[drop], now, BEACON_LOG_EVERY,
                             &suppressed)) {
         return;

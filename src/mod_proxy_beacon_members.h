@@ -34,6 +34,7 @@ struct beacon_receiver {
     beacon_table_t *table;
     beacon_inbox *inbox;
     beacon_rate_limit drop_log[BEACON_DROP_COUNT];
+    beacon_rate_limit second_copy_log; /* replayed_ts, the same ts again */
     beacon_rate_limit no_slot_log;
     beacon_rate_limit add_fail_log;
     beacon_status_record *peer;  /* host/pid/seq by table index */

@@ -254,3 +254,32 @@ def test_beaconctl_send_reaches_every_address_of_a_name_and_leaves_them_all(
             proc.kill()
             proc.wait(10)
         proc.stderr.close()
+
+
+def test_a_proxy_at_two_addresses_of_the_name_counts_the_second_copy_quietly(
+        tier, httpd_factory):
+    """A proxy listening on every address, reached at two addresses of one
+    name (as a dual-stack proxy is, through its A and AAAA records), gets
+    each announcement twice. The second copy is dropped as replayed_ts and
+    counted, but it is not a warning: it is the same announcement, not a
+    replay of an older one."""
+    port = tier_port()
+    proxy = httpd_factory(tail_config=STATUS_PAGE + receiver_config(
+        port, timeout=str(TIMEOUT), listen=f"0.0.0.0:{port}"))
+    proxy.proxypass_config = "ProxyPass /beacon-status !\n" + proxy.proxypass_config
+    start_receiver(proxy)
+    tier.hosts.set({NAME: list(TIER), "both.test": ["127.0.0.6", "127.0.0.7"]})
+    backend = tier.sender([f"both.test:{port}"]).start()
+    url = backend_url(backend)
+
+    def seen_twice():
+        rx = status_json(proxy)["receivers"][0]
+        seqs = [m["seq"] for m in rx["members"] if m["url"] == url]
+        return rx if seqs and seqs[0] >= 3 and rx["dropped"]["replayed_ts"] >= 3 else None
+    rx = wait_for(seen_twice, 4 * INTERVAL + 5, "seq 3 and three second copies")
+    assert rx["events"]["added"] == 1
+    warned = [line for line in proxy.error_log().splitlines()
+              if ":warn]" in line and "replayed/reordered ts" in line]
+    assert warned == []
+    # an older announcement, replayed, is still worth a warning
+    assert enabled(proxy.worker(url))

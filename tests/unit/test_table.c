@@ -1068,10 +1068,12 @@ static void receive_runs_every_step(void **state)
     assert_string_equal(ev.url, "");
     assert_int_equal(t->count, 1);
 
-    /* The same datagram again. */
+    /* The same datagram again: a second copy of the one accepted. */
+    memset(&ev, 0xa5, sizeof ev);
     assert_reason_equal(beacon_receive(t, &k, v1, strlen(v1), N + SEC, &ev),
                         BEACON_DROP_REPLAYED_TS, "url vector replayed");
     assert_true(rec->high_ts == N);
+    assert_int_equal(ev.second_copy, 1);
 
     /* Another spelling of the same origin is the same member. */
     len = sign(dg, sizeof dg, &k,
@@ -1082,6 +1084,12 @@ static void receive_runs_every_step(void **state)
     assert_string_equal(ev.url, "http://10.0.0.5:8080");
     assert_action_equal(ev.action, BEACON_ACT_RENEW, "known member");
     assert_int_equal(t->count, 1);
+    assert_int_equal(ev.second_copy, 0);
+
+    /* The first datagram, now older than the one accepted: a replay. */
+    assert_reason_equal(beacon_receive(t, &k, v1, strlen(v1), N + SEC, &ev),
+                        BEACON_DROP_REPLAYED_TS, "url vector, older");
+    assert_int_equal(ev.second_copy, 0);
 
     /* Unacceptable urls: nothing enters the table. */
     len = sign(dg, sizeof dg, &k,
