@@ -246,6 +246,34 @@ wait_t wait_until(apr_pool_t *p, apr_time_t deadline,
                   apr_interval_time_t max);
 
 /* ------------------------------------------------------------------ */
+/* send's fan-out: every address of every --to (cli_fanout.c)          */
+
+typedef struct fanout_ctx fanout_ctx_t;
+
+/* Every --to (const char * each) as one fan-out; a bad one is a usage
+ * error. Its names are not looked up yet. */
+fanout_ctx_t *fanout_make(const apr_array_header_t *specs,
+                          apr_interval_time_t interval, int once,
+                          int verbose);
+
+/* Every name looked up once, here: before the first datagram, when no
+ * address of a name is known yet. */
+void fanout_resolve_all(fanout_ctx_t *fc, apr_pool_t *scratch);
+
+/* A thread per name that looks it up again every interval, and calls
+ * wake_waiter() when a lookup finds a new address. */
+void fanout_start_lookups(fanout_ctx_t *fc);
+
+/* Sends buf to every address known; returns how many took it. last: the
+ * leaving datagram, after which no lookup changes the set. */
+unsigned fanout_deliver(fanout_ctx_t *fc, const char *buf, apr_size_t len,
+                        int last);
+
+/* The next time of a fixed schedule (no drift from the time each round
+ * takes), or interval from now when late or when the clock stepped. */
+apr_time_t next_due(apr_time_t due, apr_interval_time_t interval);
+
+/* ------------------------------------------------------------------ */
 /* Commands: each returns the exit status                              */
 
 int run_send(apr_pool_t *p, const command_t *cmd, int argc,

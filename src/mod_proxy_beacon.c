@@ -18,6 +18,8 @@
  *   mod_proxy_beacon_sender.c    the senders: sign and send
  *   mod_proxy_beacon_lookup.c    the senders' name lookups, one thread each
  *   mod_proxy_beacon_status.c    beacon-status and the server-status section
+ *   mod_proxy_beacon_status_html.c, _metrics.c  its HTML and Prometheus pages
+ *   mod_proxy_beacon_view.c      what every status format shows
  *   mod_proxy_beacon_shm.c       the status shared memory
  *   mod_proxy_beacon_util.c      what receiver and sender share
  */
