@@ -507,7 +507,7 @@ const command_rec beacon_cmds[] = {
         "either; up to 4 (the first signs)"),
     AP_INIT_TAKE_ARGV("ProxyBeaconAddress", set_address, NULL, RSRC_CONF,
         "host:port [host:port ...]: the proxies this backend announces "
-        "itself to"),
+        "itself to, every address of each name"),
     AP_INIT_TAKE1("ProxyBeaconAdvertise", set_advertise, NULL, RSRC_CONF,
         "this backend's origin as the proxies should reach it, "
         "scheme://host[:port]"),

@@ -174,7 +174,9 @@ static const beacon_fanout_name_t *first_unresolved(const beacon_fanout_t *f)
     return NULL;
 }
 
-/* After the lock is released: a failure costs a log line, no more. */
+/* After the lock is released: a failure costs a log line, no more. (The
+ * name without an address is read without the lock, for the log only: a
+ * lookup that changes it meanwhile makes the line one lookup old.) */
 static void report(const send_outcome *out, const char *buf)
 {
     beacon_sender *snd = out->snd;
