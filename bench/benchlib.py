@@ -33,7 +33,7 @@ import sys  # noqa: E402  (path set-up for the tests' helpers)
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 import beacon_wire as bw  # noqa: E402
-from beacon_env import SECRET, receiver_config  # noqa: E402
+from beacon_env import SECRET, receiver_config, sender_httpd  # noqa: E402,F401
 # re-exported for run_bench.py
 from httpd import (ChildProcess, Httpd, error_lines, free_port,  # noqa: E402,F401
                    logged_at, pid_gone, set_subreaper, wait_for)

@@ -1547,20 +1547,12 @@ def fan_proxy(ctx, label, addr, port):
 
 
 def fan_sender(ctx, hosts, target):
-    """The module's sender: a backend apache2 that loads only it (as the
-    integration tests' sender_httpd), every FAN_INTERVAL, resolving with
-    the private hosts file."""
-    h = ctx.track(bl.Httpd(workdir=ctx.dir / "fan-sender", module=ctx.module,
-                           loglevel="warn"))
-    lines = [line for line in h.modules_config().splitlines()
-             if line.startswith(("LoadModule mpm_", "LoadModule authz_core",
-                                 "LoadModule proxy_beacon"))]
-    h.modules_config = lambda: "\n".join(lines) + "\n"
-    h.proxy_config = h.proxypass_config = h.manager_config = ""
-    h.tail_config = (f"ProxyBeaconAddress {target}\n"
-                     f"ProxyBeaconAdvertise http://127.0.0.1:{h.port}\n"
-                     f"ProxyBeaconInterval {FAN_INTERVAL}\n"
-                     f"ProxyBeaconSecret {bl.SECRET}\n")
+    """The module's sender, the integration tests' sender_httpd, every
+    FAN_INTERVAL, resolving with the private hosts file."""
+    def factory(**kwargs):
+        return ctx.track(bl.Httpd(workdir=ctx.dir / "fan-sender", module=ctx.module,
+                                  loglevel="warn", **kwargs))
+    h = bl.sender_httpd(factory, [target], interval=str(FAN_INTERVAL))
     h.launcher = hosts.launcher()
     return h
 

@@ -1,6 +1,7 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""Shared pieces of the module's integration tests: receiver and sender
-configs, and an announcer that speaks the wire format to a receiver."""
+"""Shared pieces of the module's integration tests (and the bench's):
+receiver and sender configs, a whole sender (sender_httpd), and an
+announcer that speaks the wire format to a receiver."""
 
 import threading
 
@@ -21,6 +22,24 @@ def receiver_config(udp_port, balancer="cluster", timeout=None, secret=SECRET,
     if secret:
         lines.append(f"ProxyBeaconSecret {secret}")
     return "\n".join(lines) + "\n" + extra
+
+
+def sender_httpd(httpd_factory, targets, advertise=True, interval="1", mpm="event",
+                 extra=""):
+    """A backend apache2 that loads no proxy module at all, only ours;
+    extra: more directives for its main server. (The bench's senders too.)"""
+    h = httpd_factory(mpm=mpm)
+    lines = [line for line in h.modules_config().splitlines()
+             if line.startswith(("LoadModule mpm_", "LoadModule authz_core",
+                                 "LoadModule proxy_beacon"))]
+    h.modules_config = lambda: "\n".join(lines) + "\n"
+    h.proxy_config = h.proxypass_config = h.manager_config = ""
+    h.tail_config = (f"ProxyBeaconAddress {' '.join(targets)}\n"
+                     + (f"ProxyBeaconAdvertise http://127.0.0.1:{h.port}\n" if advertise else "")
+                     + f"ProxyBeaconInterval {interval}\n"
+                     + f"ProxyBeaconSecret {SECRET}\n" + extra)
+    (h.dir / "htdocs" / "index.html").write_text(f"backend {h.port}")
+    return h
 
 
 def start_receiver(h):

@@ -14,7 +14,7 @@ import beacon_wire as bw
 from beacon_env import (SECRET as SECRET_, Announcer, make_proxy, receiver_config,
                         wait_member)
 from httpd import free_port, wait_for
-from test_sender import sender_httpd
+from beacon_env import sender_httpd
 
 pytestmark = pytest.mark.beacon
 

@@ -22,7 +22,7 @@ import pytest
 import beacon_wire as bw
 from beacon_env import Heartbeat, wait_member
 from httpd import REPO, ChildProcess, free_port, wait_for
-from test_sender import sender_httpd
+from beacon_env import sender_httpd
 from test_status import STATUS_PAGE, proxy_with_status
 
 pytestmark = pytest.mark.beacon

@@ -10,7 +10,8 @@ import pytest
 import beacon_wire as bw
 from beacon_env import Announcer, receiver_config, start_receiver, wait_member
 from httpd import free_port
-from test_sender import BEACONCTL, sender_httpd
+from beacon_env import sender_httpd
+from test_sender import BEACONCTL
 from test_status import STATUS_PAGE
 
 pytestmark = pytest.mark.beacon
@@ -32,14 +33,21 @@ def proxy(httpd_factory, *secrets, extra=""):
     return h, udp
 
 
-def test_a_secret_file_readable_by_root_only_works(httpd_factory, backend_factory, workdir):
+def joins_with_secret_file(httpd_factory, backend_factory, workdir, prefix):
+    """A proxy whose secret is NEW in a root-only file, named PREFIX:path;
+    returns it once a backend announcing with NEW has joined."""
     path = workdir / "beacon.secret"
     path.write_text(NEW + "\n")
     path.chmod(0o600)
-    h, udp = proxy(httpd_factory, f"file:{path}")
+    h, udp = proxy(httpd_factory, f"{prefix}:{path}")
     b = backend_factory("b")
     Announcer(udp, secret=NEW).announce(b.url)
     wait_member(h, b.url)
+    return h
+
+
+def test_a_secret_file_readable_by_root_only_works(httpd_factory, backend_factory, workdir):
+    h = joins_with_secret_file(httpd_factory, backend_factory, workdir, "file")
     assert "readable by every user" not in h.error_log()
 
 
@@ -237,13 +245,7 @@ def test_exec_needs_a_program_it_can_run(httpd_factory, value, message):
 
 
 def test_the_file_prefix_is_matched_in_any_case(httpd_factory, backend_factory, workdir):
-    path = workdir / "beacon.secret"
-    path.write_text(NEW + "\n")
-    path.chmod(0o600)
-    h, udp = proxy(httpd_factory, f"File:{path}")
-    b = backend_factory("b")
-    Announcer(udp, secret=NEW).announce(b.url)
-    wait_member(h, b.url)
+    joins_with_secret_file(httpd_factory, backend_factory, workdir, "File")
 
 
 @pytest.mark.parametrize("value", [

@@ -12,28 +12,11 @@ from pathlib import Path
 import pytest
 
 import beacon_wire as bw
-from beacon_env import SECRET, enabled, make_proxy, receiver_config, wait_member
+from beacon_env import (SECRET, enabled, make_proxy, receiver_config, sender_httpd,
+                        wait_member)
 from httpd import free_port, wait_for
 
 pytestmark = pytest.mark.beacon
-
-
-def sender_httpd(httpd_factory, targets, advertise=True, interval="1", mpm="event",
-                 extra=""):
-    """A backend apache2 that loads no proxy module at all, only ours;
-    extra: more directives for its main server."""
-    h = httpd_factory(mpm=mpm)
-    lines = [line for line in h.modules_config().splitlines()
-             if line.startswith(("LoadModule mpm_", "LoadModule authz_core",
-                                 "LoadModule proxy_beacon"))]
-    h.modules_config = lambda: "\n".join(lines) + "\n"
-    h.proxy_config = h.proxypass_config = h.manager_config = ""
-    h.tail_config = (f"ProxyBeaconAddress {' '.join(targets)}\n"
-                     + (f"ProxyBeaconAdvertise http://127.0.0.1:{h.port}\n" if advertise else "")
-                     + f"ProxyBeaconInterval {interval}\n"
-                     + f"ProxyBeaconSecret {SECRET}\n" + extra)
-    (h.dir / "htdocs" / "index.html").write_text(f"backend {h.port}")
-    return h
 
 
 def test_a_sender_joins_within_one_interval_and_leaves_when_it_stops(httpd_factory):

@@ -12,7 +12,7 @@ import beacon_wire as bw
 from beacon_env import (Announcer, receiver_config, start_receiver,
                         wait_member)
 from httpd import free_port, wait_for
-from test_sender import sender_httpd
+from beacon_env import sender_httpd
 
 pytestmark = pytest.mark.beacon
 

@@ -18,7 +18,7 @@ import beacon_wire as bw
 from beacon_env import (Announcer, Periodic, receiver_config, start_receiver,
                         wait_member)
 from httpd import free_port, wait_for
-from test_sender import sender_httpd
+from beacon_env import sender_httpd
 from test_status import STATUS_PAGE, status_json
 
 pytestmark = pytest.mark.beacon

@@ -23,7 +23,7 @@ from beacon_env import (SECRET, enabled, receiver_config, start_receiver,
                         wait_member)
 from httpd import free_port, logged_at, wait_for
 from test_sender import BEACONCTL as BUILT_BEACONCTL
-from test_sender import sender_httpd
+from beacon_env import sender_httpd
 from test_status import STATUS_PAGE, status_json
 
 pytestmark = pytest.mark.beacon
