@@ -26,8 +26,6 @@
 
 #define REPORT_EVERY apr_time_from_sec(60) /* per name and kind of line */
 #define RETRYING " (retrying; reported once a minute at most)"
-/* "A, B, C": every address of a name, as beacon_sockaddr_text writes it */
-#define LIST_MAX (BEACON_FANOUT_MAX_ADDRS * (BEACON_SOCKADDR_TEXT_MAX + 2))
 
 /* What was said of a name that the sending loop and the name's lookups
  * both touch, under fanout_ctx_t.lock. */
@@ -278,30 +276,15 @@ static unsigned decide(resolver_t *r, const news_t *news)
     return tell;
 }
 
-static const char *address_list(const beacon_fanout_name_t *name, char *buf,
-                                apr_size_t size)
-{
-    char text[BEACON_SOCKADDR_TEXT_MAX];
-    apr_size_t used = 0;
-    unsigned i;
-
-    buf[0] = '\0';
-    for (i = 0; i < name->naddrs && used + 1 < size; i++) {
-        used += apr_snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
-                             beacon_sockaddr_text(&name->addrs[i].to, text,
-                                                  sizeof(text)));
-    }
-    return buf;
-}
-
 static void tell_news(const resolver_t *r, const news_t *news)
 {
     const beacon_fanout_name_t *name = &news->name;
-    char list[LIST_MAX], ebuf[120];
+    char list[BEACON_ADDRESS_LIST_MAX], ebuf[120];
 
     if (news->tell & TELL_SET) {
         warn("to %s: %u address%s: %s", name->spec, name->naddrs,
-             plural_es(name->naddrs), address_list(name, list, sizeof(list)));
+             plural_es(name->naddrs),
+             beacon_fanout_name_addresses(name, list, sizeof(list)));
     }
     if (news->tell & TELL_CUT) {
         warn("to %s: resolves to %u addresses; sending to the first %d only",

@@ -547,6 +547,14 @@ typedef struct {
     beacon_fanout_addr_t addrs[BEACON_FANOUT_MAX_ADDRS];
 } beacon_fanout_name_t;
 
+/* "A, B, C": every address of name, each as beacon_sockaddr_text writes
+ * it, cut short to fit size; returns buf. BEACON_ADDRESS_LIST_MAX holds
+ * them all. */
+#define BEACON_ADDRESS_LIST_MAX \
+    (BEACON_FANOUT_MAX_ADDRS * (BEACON_SOCKADDR_TEXT_MAX + 2))
+const char *beacon_fanout_name_addresses(const beacon_fanout_name_t *name,
+                                         char *buf, apr_size_t size);
+
 /*
  * Every proxy one sender names, with the addresses each resolves to and
  * what was sent to each. A plain block (the module keeps it in shared

@@ -62,6 +62,22 @@ const char *beacon_name_state_name(beacon_name_state_t state)
     return "?";
 }
 
+const char *beacon_fanout_name_addresses(const beacon_fanout_name_t *name,
+                                         char *buf, apr_size_t size)
+{
+    char text[BEACON_SOCKADDR_TEXT_MAX];
+    apr_size_t used = 0;
+    unsigned i;
+
+    buf[0] = '\0';
+    for (i = 0; i < name->naddrs && used + 1 < size; i++) {
+        used += apr_snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+                             beacon_sockaddr_text(&name->addrs[i].to, text,
+                                                  sizeof(text)));
+    }
+    return buf;
+}
+
 /* The same family, address and port (padding and flow labels aside). */
 static int same_address(const beacon_sockaddr_t *a, const beacon_sockaddr_t *b)
 {

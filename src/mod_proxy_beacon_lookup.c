@@ -45,32 +45,20 @@ static int wait_due(beacon_fanout_guard *g, apr_time_t due)
     }
 }
 
-static const char *address_list(apr_pool_t *p, const beacon_fanout_name_t *name)
-{
-    char text[BEACON_SOCKADDR_TEXT_MAX];
-    const char *list = "";
-    unsigned i;
-
-    for (i = 0; i < name->naddrs; i++) {
-        list = apr_pstrcat(p, list, i ? ", " : "",
-                           beacon_sockaddr_text(&name->addrs[i].to, text,
-                                                sizeof(text)), NULL);
-    }
-    return list;
-}
-
 /* The log lines of one lookup; name is a copy taken under the lock. */
 static void report(name_lookup *nl, const beacon_fanout_name_t *name,
                    const beacon_fanout_change_t *change, apr_pool_t *p)
 {
     server_rec *s = nl->g->s;
+    char list[BEACON_ADDRESS_LIST_MAX];
     unsigned suppressed;
 
     if (change->added || (change->removed && !change->lost)) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, BCNLOGNO(00107)
                      "%s now resolves to %u address%s: %s", name->spec,
                      name->naddrs, name->naddrs == 1 ? "" : "es",
-                     address_list(p, name));
+                     beacon_fanout_name_addresses(name, list,
+                                                  sizeof(list)));
     }
     if (change->cut && !nl->cut_logged) {
         nl->cut_logged = 1;

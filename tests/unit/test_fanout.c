@@ -288,6 +288,24 @@ static void a_lookup_keeps_64_addresses_and_counts_the_cut(void **state)
 /* ------------------------------------------------------------------ */
 /* Updates                                                             */
 
+static void the_address_list_names_each_address_and_fits_its_buffer(
+    void **state)
+{
+    beacon_fanout_t *f = tier_fanout();
+    char list[BEACON_ADDRESS_LIST_MAX], small[20];
+    beacon_lookup_t r;
+
+    (void)state;
+    update(f, 0, found(&r, "10.0.0.1", "::1", NULL));
+    assert_string_equal(beacon_fanout_name_addresses(&f->names[0], list,
+                                                     sizeof(list)),
+                        "10.0.0.1:5555, [::1]:5555");
+    /* cut short, still a string */
+    assert_string_equal(beacon_fanout_name_addresses(&f->names[0], small,
+                                                     sizeof(small)),
+                        "10.0.0.1:5555, [::1");
+}
+
 static void an_update_replaces_the_set(void **state)
 {
     beacon_fanout_t *f = tier_fanout();
@@ -577,6 +595,9 @@ int main(void)
         cmocka_unit_test_teardown(a_literal_ipv6_name_is_resolved_at_once, free_fanouts),
         cmocka_unit_test(a_lookup_keeps_the_same_address_once),
         cmocka_unit_test_teardown(a_lookup_keeps_64_addresses_and_counts_the_cut, free_fanouts),
+        cmocka_unit_test_teardown(
+            the_address_list_names_each_address_and_fits_its_buffer,
+            free_fanouts),
         cmocka_unit_test_teardown(an_update_replaces_the_set, free_fanouts),
         cmocka_unit_test_teardown(an_address_that_stays_keeps_its_counts, free_fanouts),
         cmocka_unit_test_teardown(the_same_set_in_another_order_changes_nothing, free_fanouts),
