@@ -1,8 +1,8 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 #
-# The entry point (GNU make): the commands README names, the Debian
-# packages they need (scripts/ensure-deps), and the order of the two builds
-# below. It compiles nothing itself.
+# The entry point (GNU make): the commands README and docs/development.md
+# name, the Debian packages they need (scripts/ensure-deps), and the order
+# of the two builds below. It compiles nothing itself.
 #
 #   CMakeLists.txt  libbeacon, its unit tests, beaconctl and the benchmark
 #                   programs, with a normal C toolchain, into build/

@@ -1,25 +1,33 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """The documentation against the code: no httpd needed.
 
+README.md is the entry point; the manual is docs/, one subject a page.
+
 (a) Directives: every directive of the module's command_rec table has a
-    row in README.md's Directives table and a <directivesynopsis> in
+    row in docs/directives.md's table and a <directivesynopsis> in
     docs/mod_proxy_beacon.xml, and neither documents a directive the
     module does not have. The XML's syntax, default and contexts agree
-    with the README row and the command_rec entry.
+    with the page's row and the command_rec entry.
 (b) Log lines: every message the module tags with BCNLOGNO(nnnnn) in
     src/*.c, and every drop reason of lib/beacon_wire.c except "ok", is
-    named in README.md's Troubleshooting section. The fragment looked
+    named in docs/troubleshooting.md's "Log messages". The fragment looked
     for is the message's leading literal text (see message_fragments()).
 (c) Tags: every BCN tag is used at exactly one call site, every log call
-    at DEBUG or above carries one, and the docs cite no tag that does not
-    exist.
+    at DEBUG or above carries one, the docs cite no tag that does not
+    exist, and a tag quoted with its message ("BCN00030: added backend
+    ...") quotes that tag's message.
 (d) The wire format: docs/wire-format.md, the contract, shows exactly
     the announcement vectors of tests/vectors/ (each under its secret, in
     the same order), the passphrase's key and the first SipHash vector as
     the data files hold them, and names every drop reason of
-    lib/beacon_wire.c; README.md's "Wire format" section links it and
+    lib/beacon_wire.c; README.md's "Where to read on" links it, and README
     shows no vector the data files lack. Nothing reads outside the
     repository: the spec a clone cannot see is no spec.
+(e) The manual holds together: every relative link and #anchor in
+    README.md and docs/*.md resolves; README.md stays under 300 lines,
+    shows `make demo` and `make check`, and its "Where to read on" links
+    every page of docs/; each page links README.md and the pages before
+    and after it in that list.
 
 Every check is a function that returns a list of problems, and each is
 also run on a mutated copy of the real text (a README without one row, a
@@ -38,10 +46,13 @@ import beacon_wire as bw
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
-DOC_XML = REPO / "docs" / "mod_proxy_beacon.xml"
+DOCS = REPO / "docs"
+DIRECTIVES_DOC = DOCS / "directives.md"
+TROUBLESHOOTING_DOC = DOCS / "troubleshooting.md"
+DOC_XML = DOCS / "mod_proxy_beacon.xml"
 MODULE_C = REPO / "src" / "mod_proxy_beacon_config.c"
 WIRE_C = REPO / "lib" / "beacon_wire.c"
-WIRE_DOC = REPO / "docs" / "wire-format.md"
+WIRE_DOC = DOCS / "wire-format.md"
 VECTORS = REPO / "tests" / "vectors"
 
 
@@ -312,7 +323,7 @@ CLAUSE_BREAKS = (": ", "; ", " (")
 
 
 def clip(text):
-    """A literal run as the README quotes it: without leading punctuation,
+    """A literal run as the docs quote it: without leading punctuation,
     up to the first clause break (": ", "; ", " ("), where the message goes
     on with detail."""
     text = re.sub(r"^[^\w'\"]+", "", text)
@@ -326,7 +337,7 @@ def words(text):
 
 
 def message_fragments(items, resolve=lambda index: None):
-    """The fragments of one message that the README must quote.
+    """The fragments of one message that the docs must quote.
 
     The rule: skip a leading "%s: " (the receiver's label); a message that
     starts with text gives that text up to its first conversion, clipped
@@ -391,7 +402,7 @@ def drop_reasons(wire_c):
 
 
 # ---------------------------------------------------------------------------
-# The README and the XML
+# The manual's pages and the XML
 
 def md_section(text, title):
     """The body of the "## title" section of a Markdown text ("" if none)."""
@@ -404,10 +415,11 @@ def normalized(text):
     return re.sub(r"\s+", " ", text.replace("`", ""))
 
 
-def readme_directives(readme):
-    """{name: (syntax, default)} from the README's Directives table."""
+def page_directives(page):
+    """{name: (syntax, default)} from the rows of docs/directives.md's
+    table (a row starts with the directive's syntax in backquotes)."""
     rows = {}
-    for line in md_section(readme, "Directives").splitlines():
+    for line in page.splitlines():
         m = re.match(r"\|\s*`((ProxyBeacon\w+)[^`]*)`\s*\|\s*([^|]*?)\s*\|", line)
         if m:
             # a | inside a table cell is written \| (GitHub's tables)
@@ -443,20 +455,21 @@ CONTEXTS = {"RSRC_CONF": ["server config", "virtual host"],
 NO_DEFAULT = ("none", "required", "")
 
 
-def check_directives(module_c, readme, xml_text):
+def check_directives(module_c, page, xml_text):
     code = command_directives(module_c)
-    rows = readme_directives(readme)
+    rows = page_directives(page)
     docs = xml_directives(xml_text)
     problems = []
     if not code:
         problems.append("no AP_INIT_* entry found in the command_rec table")
     for name in sorted(set(code) - set(rows)):
-        problems.append(f"{name}: in the command_rec table, no row in README.md's Directives table")
+        problems.append(f"{name}: in the command_rec table, no row in docs/directives.md")
     for name in sorted(set(code) - set(docs)):
         problems.append(f"{name}: in the command_rec table, no <directivesynopsis> in "
                         "docs/mod_proxy_beacon.xml")
     for name in sorted(set(rows) - set(code)):
-        problems.append(f"{name}: documented in README.md, but the module has no such directive")
+        problems.append(f"{name}: documented in docs/directives.md, but the module has no such "
+                        "directive")
     for name in sorted(set(docs) - set(code)):
         problems.append(f"{name}: documented in docs/mod_proxy_beacon.xml, but the module "
                         "has no such directive")
@@ -470,20 +483,25 @@ def check_directives(module_c, readme, xml_text):
         if name in rows:
             row_syntax, row_default = rows[name]
             if syntax != row_syntax:
-                problems.append(f"{name}: XML syntax '{syntax}' differs from README '{row_syntax}'")
+                problems.append(f"{name}: XML syntax '{syntax}' differs from docs/directives.md's "
+                                f"'{row_syntax}'")
             want_default = None if row_default.lower() in NO_DEFAULT else f"{name} {row_default}"
             if default != want_default:
-                problems.append(f"{name}: XML default {default!r}, README's table says {row_default!r}")
+                problems.append(f"{name}: XML default {default!r}, docs/directives.md says "
+                                f"{row_default!r}")
     return problems
 
 
-def check_log_fragments(sources, wire_c, readme):
+TROUBLESHOOTING = "docs/troubleshooting.md's Log messages"
+
+
+def check_log_fragments(sources, wire_c, page):
     """Every tagged message's fragments, and every drop reason, in the
-    README's Troubleshooting section."""
-    section = normalized(md_section(readme, "Troubleshooting"))
+    "Log messages" section of docs/troubleshooting.md (page)."""
+    section = normalized(md_section(page, "Log messages"))
     problems = []
     if not section.strip():
-        return ["README.md has no '## Troubleshooting' section"]
+        return ["docs/troubleshooting.md has no '## Log messages' section"]
     for site in log_call_sites(sources):
         frags = list(dict.fromkeys(site_fragments(site, sources)))
         if not frags:
@@ -492,13 +510,13 @@ def check_log_fragments(sources, wire_c, readme):
         for frag in frags:
             if normalized(frag) not in section:
                 problems.append(f"BCN{site.tag} ({site.file}:{site.line}): "
-                                f"'{frag}' is not in README.md's Troubleshooting")
+                                f"'{frag}' is not in {TROUBLESHOOTING}")
     reasons = drop_reasons(wire_c)
     if len(reasons) < 2:
         problems.append("no reasons table found in lib/beacon_wire.c")
     for enum, frag in sorted(reasons.items()):
         if frag != "ok" and normalized(frag) not in section:
-            problems.append(f"drop reason {enum}: '{frag}' is not in README.md's Troubleshooting")
+            problems.append(f"drop reason {enum}: '{frag}' is not in {TROUBLESHOOTING}")
     return problems
 
 
@@ -531,6 +549,158 @@ def check_tags(sources, doc_texts):
     for doc, text in doc_texts.items():
         for tag in sorted(set(re.findall(r"\bBCN(\d{5})\b", text)) - set(counts)):
             problems.append(f"{doc} cites BCN{tag}, which no call site uses")
+    return problems
+
+
+_QUOTED = re.compile(r"\bBCN(\d{5}): ((?:(?!BCN\d{5})[^`|\n]|\n(?![ \t]*\n))*)")
+
+
+def check_quoted_messages(sources, doc_texts):
+    """A tag quoted with its message ("BCN00030: added backend URL ...",
+    as an example of the log) quotes a fragment of that tag's message."""
+    frags = {}
+    for site in log_call_sites(sources):
+        frags.setdefault(site.tag, []).extend(site_fragments(site, sources))
+    problems = []
+    for doc, text in doc_texts.items():
+        for m in _QUOTED.finditer(text):
+            tag, quoted = m.group(1), normalized(m.group(2))
+            if tag in frags and not any(normalized(f) in quoted for f in frags[tag]):
+                problems.append(f"{doc} quotes BCN{tag} as '{quoted.strip()}', but its "
+                                f"message says {frags[tag]}")
+    return problems
+
+
+def doc_pages():
+    """{file name: text} of the manual's pages, docs/*.md."""
+    return {p.name: read(p) for p in sorted(DOCS.glob("*.md"))}
+
+
+def manual_files():
+    """{path: text} of README.md and docs/*.md, the files check_links reads."""
+    files = {"README.md": read(README)}
+    files.update({f"docs/{name}": text for name, text in doc_pages().items()})
+    return files
+
+
+def doc_texts():
+    """{path: text} of README.md, every page of docs/ and the XML."""
+    return {**manual_files(), "docs/mod_proxy_beacon.xml": read(DOC_XML)}
+
+
+# ---------------------------------------------------------------------------
+# The manual: links, anchors, the entry point
+
+_FENCED = re.compile(r"^[ \t]*```.*?^[ \t]*```[ \t]*$", re.M | re.S)
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_LINK = re.compile(r"\[(?:[^\]\n]|\n(?!\n))*\]\(([^()\s]+)\)")
+
+
+def prose(text):
+    """text without fenced blocks and code spans, where [x](y) is no link."""
+    return _CODE_SPAN.sub("", _FENCED.sub("", text))
+
+
+def md_links(text):
+    """The targets of the inline links of a Markdown text."""
+    return [m.group(1) for m in _LINK.finditer(prose(text))]
+
+
+def slug(heading):
+    """GitHub's anchor for a heading: lower case, punctuation dropped
+    (backquotes, colons, parentheses, ...), spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(text):
+    """The #anchors of a Markdown text's headings; a repeated heading gets
+    -1, -2, ... as on GitHub."""
+    seen, found = Counter(), set()
+    for m in re.finditer(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", _FENCED.sub("", text), re.M):
+        base = slug(m.group(1))
+        found.add(base if not seen[base] else f"{base}-{seen[base]}")
+        seen[base] += 1
+    return found
+
+
+def check_links(files, repo=REPO):
+    """{path relative to repo: Markdown text}: every relative link names a
+    file or folder of the repository, and every #anchor a heading of the
+    Markdown file it points into. Links with a scheme are not followed."""
+    problems = []
+    for name, text in sorted(files.items()):
+        here = (repo / name).parent
+        for target in md_links(text):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (here / path).resolve() if path else (repo / name).resolve()
+            if repo.resolve() not in dest.parents and dest != repo.resolve():
+                problems.append(f"{name}: link {target} leaves the repository")
+                continue
+            if not dest.exists():
+                problems.append(f"{name}: link {target}: no such file")
+                continue
+            if anchor:
+                other = files.get(str(dest.relative_to(repo.resolve())))
+                if other is None and dest.suffix == ".md":
+                    other = read(dest)
+                if other is None:
+                    problems.append(f"{name}: link {target}: an anchor into a file that "
+                                    "is not Markdown")
+                elif anchor not in anchors(other):
+                    problems.append(f"{name}: link {target}: no heading gives #{anchor}")
+    return problems
+
+
+README_MAX_LINES = 300
+READ_ON = "Where to read on"
+
+
+def reading_order(readme):
+    """The docs pages in the order README's "Where to read on" links them."""
+    order = []
+    for target in md_links(md_section(readme, READ_ON)):
+        m = re.fullmatch(r"docs/([\w.-]+\.md)", target.partition("#")[0])
+        if m and m.group(1) not in order:
+            order.append(m.group(1))
+    return order
+
+
+def check_readme(readme, pages):
+    """README is the entry point: short, with the two commands, and its
+    "Where to read on" links every page of docs/ (pages: their names)."""
+    problems = []
+    lines = readme.count("\n") + (not readme.endswith("\n"))
+    if lines >= README_MAX_LINES:
+        problems.append(f"README.md has {lines} lines; it is the entry point, under "
+                        f"{README_MAX_LINES}: the manual goes to docs/")
+    commands = md_section(readme, "Two commands")
+    for command in ("make demo", "make check"):
+        if command not in commands:
+            problems.append(f"README.md's 'Two commands' does not show `{command}`")
+    linked = reading_order(readme)
+    if not md_section(readme, READ_ON).strip():
+        problems.append(f"README.md has no '## {READ_ON}' section")
+    for page in sorted(set(pages) - set(linked)):
+        problems.append(f"README.md's '{READ_ON}' does not link docs/{page}")
+    return problems
+
+
+def check_page_heads(readme, pages, head_lines=15):
+    """{name: text} of docs/*.md: each page's first head_lines link README
+    and its neighbours in README's reading order."""
+    order = reading_order(readme)
+    problems = []
+    for i, name in enumerate(order):
+        if name not in pages:
+            continue
+        head = "\n".join(pages[name].splitlines()[:head_lines])
+        links = {t.partition("#")[0] for t in md_links(head)}
+        wanted = ["../README.md"] + order[max(i - 1, 0):i] + order[i + 1:i + 2]
+        for want in wanted:
+            if want not in links:
+                problems.append(f"docs/{name}: its first {head_lines} lines do not link {want}")
     return problems
 
 
@@ -652,11 +822,8 @@ def check_reasons_named(doc, wire_c):
 
 
 def check_readme_links_the_spec(readme):
-    section = md_section(readme, "Wire format")
-    if not section.strip():
-        return ["README.md has no '## Wire format' section"]
-    if "docs/wire-format.md" not in section:
-        return ["README.md's Wire format section does not link docs/wire-format.md"]
+    if "wire-format.md" not in reading_order(readme):
+        return [f"README.md's '{READ_ON}' does not link docs/wire-format.md"]
     return []
 
 
@@ -683,19 +850,36 @@ def repository_test_sources():
 # ---------------------------------------------------------------------------
 # The checks on the real files
 
-def test_directives_are_documented_in_readme_and_xml_and_nothing_more():
-    problems = check_directives(read(MODULE_C), read(README), read(DOC_XML))
+def test_directives_are_documented_on_their_page_and_in_xml_and_nothing_more():
+    problems = check_directives(read(MODULE_C), read(DIRECTIVES_DOC), read(DOC_XML))
     assert not problems, "\n".join(problems)
 
 
-def test_every_log_fragment_and_drop_reason_is_in_troubleshooting():
-    problems = check_log_fragments(adapter_sources(), read(WIRE_C), read(README))
+def test_every_log_fragment_and_drop_reason_is_on_the_troubleshooting_page():
+    problems = check_log_fragments(adapter_sources(), read(WIRE_C), read(TROUBLESHOOTING_DOC))
     assert not problems, "\n".join(problems)
 
 
 def test_every_tag_has_exactly_one_call_site():
-    problems = check_tags(adapter_sources(),
-                          {"README.md": read(README), "docs/mod_proxy_beacon.xml": read(DOC_XML)})
+    problems = check_tags(adapter_sources(), doc_texts())
+    assert not problems, "\n".join(problems)
+
+
+def test_a_tag_quoted_with_its_message_quotes_that_message():
+    problems = check_quoted_messages(adapter_sources(), doc_texts())
+    assert not problems, "\n".join(problems)
+
+
+def test_every_link_and_anchor_of_the_manual_resolves():
+    files = manual_files()
+    assert len(md_links(files["README.md"])) >= 10, "README's links are found at all"
+    problems = check_links(files)
+    assert not problems, "\n".join(problems)
+
+
+def test_readme_is_the_short_entry_point_and_links_every_page():
+    pages = doc_pages()
+    problems = check_readme(read(README), pages) + check_page_heads(read(README), pages)
     assert not problems, "\n".join(problems)
 
 
@@ -706,8 +890,7 @@ def test_wire_format_doc_shows_the_vectors_of_tests_vectors():
 
 
 def test_readme_shows_no_vector_the_data_files_lack():
-    problems = check_vectors(md_section(read(README), "Wire format"), data_vectors(),
-                             "README.md", complete=False)
+    problems = check_vectors(read(README), data_vectors(), "README.md", complete=False)
     problems += check_readme_links_the_spec(read(README))
     assert not problems, "\n".join(problems)
 
@@ -748,11 +931,11 @@ def without_line(text, needle):
     return "".join(kept)
 
 
-def test_self_check_a_missing_readme_row_is_found():
-    readme = without_line(read(README), "| `ProxyBeaconMaxSkew")
-    problems = check_directives(read(MODULE_C), readme, read(DOC_XML))
-    assert any(p.startswith("ProxyBeaconMaxSkew: in the command_rec table, no row in README")
-               for p in problems), problems
+def test_self_check_a_missing_directive_row_is_found():
+    page = without_line(read(DIRECTIVES_DOC), "| `ProxyBeaconMaxSkew")
+    problems = check_directives(read(MODULE_C), page, read(DOC_XML))
+    assert "ProxyBeaconMaxSkew: in the command_rec table, no row in docs/directives.md" \
+        in problems, problems
 
 
 def test_self_check_a_directive_the_module_lacks_is_found():
@@ -760,13 +943,13 @@ def test_self_check_a_directive_the_module_lacks_is_found():
         "</modulesynopsis>",
         "<directivesynopsis><name>ProxyBeaconNoSuch</name></directivesynopsis>"
         "</modulesynopsis>")
-    readme = read(README).replace(
+    page = read(DIRECTIVES_DOC).replace(
         "| `ProxyBeaconInterval", "| `ProxyBeaconGhost x` | none | x |\n| `ProxyBeaconInterval")
-    problems = check_directives(read(MODULE_C), readme, xml)
+    problems = check_directives(read(MODULE_C), page, xml)
     assert "ProxyBeaconNoSuch: documented in docs/mod_proxy_beacon.xml, but the module " \
            "has no such directive" in problems
-    assert "ProxyBeaconGhost: documented in README.md, but the module has no such " \
-           "directive" in problems
+    assert "ProxyBeaconGhost: documented in docs/directives.md, but the module has no " \
+           "such directive" in problems
 
 
 def test_self_check_a_missing_synopsis_and_a_wrong_default_are_found():
@@ -776,16 +959,16 @@ def test_self_check_a_missing_synopsis_and_a_wrong_default_are_found():
         '    AP_INIT_TAKE1("ProxyBeaconInterval"')
     xml = read(DOC_XML).replace("<default>ProxyBeaconInterval 5</default>",
                                 "<default>ProxyBeaconInterval 10</default>")
-    problems = check_directives(module_c, read(README), xml)
+    problems = check_directives(module_c, read(DIRECTIVES_DOC), xml)
     assert "ProxyBeaconNew: in the command_rec table, no <directivesynopsis> in " \
            "docs/mod_proxy_beacon.xml" in problems
     assert any(p.startswith("ProxyBeaconInterval: XML default") for p in problems), problems
 
 
 def test_self_check_missing_troubleshooting_rows_are_found():
-    readme = without_line(read(README), "| `... mac mismatch`")
-    readme = without_line(readme, "| `evicted backend URL`")
-    problems = check_log_fragments(adapter_sources(), read(WIRE_C), readme)
+    page = without_line(read(TROUBLESHOOTING_DOC), "| `... mac mismatch`")
+    page = without_line(page, "| `evicted backend URL`")
+    problems = check_log_fragments(adapter_sources(), read(WIRE_C), page)
     assert any("'mac mismatch' is not in" in p for p in problems), problems
     assert any("'evicted backend' is not in" in p for p in problems), problems
 
@@ -895,14 +1078,14 @@ def test_self_check_changed_data_files_are_found(tmp_path):
 
 
 def test_self_check_a_readme_vector_the_data_lacks_is_found():
-    readme = ("## Wire format\n\nSee docs/wire-format.md.\n\nTest vectors (key "
-              "`hex:00112233445566778899aabbccddeeff`):\n\n"
+    readme = ("## Where to read on\n\n* [The wire format](docs/wire-format.md)\n\n"
+              "Test vectors (key `hex:00112233445566778899aabbccddeeff`):\n\n"
               "    BEACON ts=1 mac=0123456789abcdef\n")
-    problems = check_vectors(md_section(readme, "Wire format"), data_vectors(),
-                             "README.md", complete=False)
+    problems = check_vectors(readme, data_vectors(), "README.md", complete=False)
     assert any("BEACON ts=1 mac=0123456789abcdef" in p for p in problems), problems
     assert not check_readme_links_the_spec(readme)
-    assert check_readme_links_the_spec("## Wire format\n\nNo link.\n")
+    assert check_readme_links_the_spec("## Where to read on\n\nNo link to docs/wire-format.md.\n")
+    assert check_readme_links_the_spec(read(README).replace("](docs/wire-format.md)", "]()"))
 
 
 def test_self_check_a_missing_drop_reason_is_found():
@@ -918,3 +1101,72 @@ def test_self_check_a_path_outside_the_repository_is_found():
         "c.c": f"/* /work/{old_home} */",
         "d.py": "# docs/wire-format.md; shared secret"})
     assert [p.split(" ")[0] for p in problems] == ["a.py", "b.py", "c.c"], problems
+
+
+def test_self_check_broken_links_and_anchors_are_found():
+    files = manual_files()
+    page = files["docs/troubleshooting.md"]
+    assert "](how-it-works.md#member-identity)" in page
+    files["docs/troubleshooting.md"] = page.replace(
+        "](how-it-works.md#member-identity)", "](how-it-works.md#member-identiy)")
+    files["docs/benchmarks.md"] = files["docs/benchmarks.md"].replace(
+        "](../bench/README.md)", "](../bench/READ.md)")
+    files["README.md"] += ("\n[a](#no-such-heading) [b](docs/no-such-page.md) "
+                           "[c](https://example.com/#x) `[d](#in-code)`\n"
+                           "```\n[e](#in-a-fence)\n```\n[f](../../etc/passwd)\n")
+    problems = check_links(files)
+    assert sorted(problems) == sorted([
+        "docs/troubleshooting.md: link how-it-works.md#member-identiy: no heading gives "
+        "#member-identiy",
+        "docs/benchmarks.md: link ../bench/READ.md: no such file",
+        "README.md: link #no-such-heading: no heading gives #no-such-heading",
+        "README.md: link docs/no-such-page.md: no such file",
+        "README.md: link ../../etc/passwd leaves the repository",
+    ]), problems
+
+
+def test_self_check_anchors_are_githubs():
+    text = ("# The beacon wire format\n## Version 1.1\n### `route`, `lbfactor`: implemented\n"
+            "```\n# not a heading\n```\n## Notes\n## Notes\n")
+    assert anchors(text) == {"the-beacon-wire-format", "version-11",
+                             "route-lbfactor-implemented", "notes", "notes-1"}
+
+
+def test_self_check_a_long_readme_and_an_unlinked_page_are_found():
+    pages = doc_pages()
+    readme = read(README)
+    assert not check_readme(readme, pages)
+    long_readme = readme + "filler\n" * (README_MAX_LINES - readme.count("\n"))
+    assert any("README.md has 300 lines" in p for p in check_readme(long_readme, pages))
+    unlinked = readme.replace("](docs/security.md)", "](docs/security.md.gone)")
+    assert check_readme(unlinked, pages) == [
+        "README.md's 'Where to read on' does not link docs/security.md"]
+    pages["new-page.md"] = "# New\n"
+    assert "README.md's 'Where to read on' does not link docs/new-page.md" \
+        in check_readme(readme, pages)
+    no_check = readme.replace("make check    #", "make test     #")
+    assert no_check != readme
+    assert "README.md's 'Two commands' does not show `make check`" \
+        in check_readme(no_check, pages)
+
+
+def test_self_check_a_page_without_its_neighbours_is_found():
+    pages = doc_pages()
+    assert not check_page_heads(read(README), pages)
+    pages["security.md"] = pages["security.md"].replace("](troubleshooting.md)", "]()", 1)
+    pages["directives.md"] = pages["directives.md"].replace("](../README.md)", "]()", 1)
+    assert sorted(check_page_heads(read(README), pages)) == [
+        "docs/directives.md: its first 15 lines do not link ../README.md",
+        "docs/security.md: its first 15 lines do not link troubleshooting.md"]
+
+
+def test_self_check_a_misquoted_tag_is_found():
+    docs = {"README.md": read(README)}
+    assert "BCN00030: added backend" in docs["README.md"]
+    assert not check_quoted_messages(adapter_sources(), docs)
+    docs["README.md"] = docs["README.md"].replace("BCN00030: added backend",
+                                                  "BCN00030: removed backend")
+    problems = check_quoted_messages(adapter_sources(), docs)
+    assert len(problems) == 1 and problems[0].startswith(
+        "README.md quotes BCN00030 as 'removed backend http://10.0.0.5:8080 to "
+        "balancer://cluster'"), problems
