@@ -459,6 +459,18 @@ beacon_reason_t beacon_table_adopt(beacon_table_t *t, const char *url,
                                    apr_time_t now);
 
 /*
+ * A url that is no member any more (its slot went to another url) but
+ * whose replay mark a new owner must keep (watchdog hand-off, restart): a
+ * NEW record with high_ts as its high-water mark and last_seen as its last
+ * acceptance, so that it is released 2 x max_skew after that, when every
+ * datagram it accepted is stale; its next fresh announcement adds it
+ * anew. An existing record only has its mark raised to high_ts. Returns
+ * BEACON_OK, or BEACON_DROP_TABLE_FULL.
+ */
+beacon_reason_t beacon_table_remember(beacon_table_t *t, const char *url,
+                                      apr_int64_t high_ts, apr_time_t last_seen);
+
+/*
  * An add failed for want of room that the caller knows frees at ready_at
  * (a member's slot that may be reused then): PENDING until ready_at when
  * that is sooner than the back-off beacon_table_add_failed would give.

@@ -283,6 +283,20 @@ beacon_reason_t beacon_table_adopt(beacon_table_t *t, const char *url,
     return BEACON_OK;
 }
 
+beacon_reason_t beacon_table_remember(beacon_table_t *t, const char *url,
+                                      apr_int64_t high_ts, apr_time_t last_seen)
+{
+    beacon_record_t *r = beacon_table_find(t, url);
+
+    if (r == NULL && (r = insert(t, url, BEACON_REC_NEW, last_seen)) == NULL) {
+        return BEACON_DROP_TABLE_FULL;
+    }
+    if (high_ts > r->high_ts) {
+        r->high_ts = high_ts;
+    }
+    return BEACON_OK;
+}
+
 void beacon_table_add_deferred(beacon_record_t *rec, apr_time_t now,
                                apr_time_t ready_at)
 {

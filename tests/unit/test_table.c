@@ -781,6 +781,73 @@ static void a_disabled_member_is_adopted_evicted_and_enabled_on_return(void **st
     assert_state_equal(rec->state, BEACON_REC_ACTIVE, "enabled");
 }
 
+/* A former member whose slot went to another url: a new owner keeps its
+ * mark until every datagram it accepted is stale. */
+static void a_remembered_mark_drops_replays_until_it_is_stale(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    apr_time_t heard = N - 5 * SEC;
+    beacon_record_t *rec;
+
+    (void)state;
+    assert_reason_equal(beacon_table_remember(t, "http://a", 700, heard), BEACON_OK,
+                        "remember");
+    rec = beacon_table_find(t, "http://a");
+    assert_non_null(rec);
+    assert_state_equal(rec->state, BEACON_REC_NEW, "remembered");
+    assert_true(rec->last_seen == heard);
+    announce(t, "http://a", 700, 0, N, BEACON_DROP_REPLAYED_TS, BEACON_ACT_NONE,
+             "the replay of the last accepted ts");
+    announce(t, "http://a", 699, 0, N, BEACON_DROP_REPLAYED_TS, BEACON_ACT_NONE,
+             "an older ts");
+    assert_int_equal(beacon_table_release(t, heard + 2 * SKEW), 0);
+    assert_int_equal(beacon_table_release(t, heard + 2 * SKEW + 1), 1);
+    assert_null(beacon_table_find(t, "http://a"));
+}
+
+static void a_remembered_mark_is_added_anew_by_a_fresh_announcement(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+
+    (void)state;
+    assert_reason_equal(beacon_table_remember(t, "http://a", 700, N), BEACON_OK,
+                        "remember");
+    announce(t, "http://a", 701, 0, N + SEC, BEACON_OK, BEACON_ACT_ADD,
+             "a fresh announcement of the old url");
+}
+
+static void remember_only_raises_an_existing_mark(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *active = member(t, "http://a", 500, N);
+
+    (void)state;
+    assert_reason_equal(beacon_table_remember(t, "http://a", 400, N - SEC), BEACON_OK,
+                        "a lower mark");
+    assert_true(active->high_ts == 500);
+    assert_true(active->last_seen == N);
+    assert_state_equal(active->state, BEACON_REC_ACTIVE, "still active");
+    assert_reason_equal(beacon_table_remember(t, "http://a", 900, N - SEC), BEACON_OK,
+                        "a higher mark");
+    assert_true(active->high_ts == 900);
+    assert_true(active->last_seen == N);
+}
+
+static void remember_into_a_full_table_says_so(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    char url[32];
+    int i;
+
+    (void)state;
+    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+        snprintf(url, sizeof(url), "http://h%d", i);
+        assert_reason_equal(beacon_table_remember(t, url, 1, N), BEACON_OK, url);
+    }
+    assert_reason_equal(beacon_table_remember(t, "http://one-more", 1, N),
+                        BEACON_DROP_TABLE_FULL, "full");
+}
+
 static void adopt_leaves_an_existing_record_alone(void **state)
 {
     beacon_table_t *t = new_table(TIMEOUT, SKEW);
@@ -1261,6 +1328,10 @@ int main(void)
         cmocka_unit_test_teardown(next_deadline_releases_a_url_never_added, free_tables),
         cmocka_unit_test_teardown(next_deadline_is_the_earliest_due_event, free_tables),
         cmocka_unit_test_teardown(next_deadline_includes_releases, free_tables),
+        cmocka_unit_test_teardown(a_remembered_mark_drops_replays_until_it_is_stale, free_tables),
+        cmocka_unit_test_teardown(a_remembered_mark_is_added_anew_by_a_fresh_announcement, free_tables),
+        cmocka_unit_test_teardown(remember_only_raises_an_existing_mark, free_tables),
+        cmocka_unit_test_teardown(remember_into_a_full_table_says_so, free_tables),
         cmocka_unit_test_teardown(receive_runs_every_step, free_tables),
         cmocka_unit_test_teardown(a_foreign_service_never_touches_the_table, free_tables),
         cmocka_unit_test_teardown(an_invalid_service_matches_no_datagram, free_tables),
