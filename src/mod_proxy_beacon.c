@@ -277,6 +277,20 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
     return OK;
 }
 
+/* Registered after mod_slotmem_shm's post_config: see
+ * beacon_receivers_keep_at_stop. */
+static int keep_at_stop(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
+                        server_rec *s)
+{
+    (void)plog;
+    (void)ptemp;
+    (void)s;
+    if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
+        beacon_receivers_keep_at_stop(pconf);
+    }
+    return OK;
+}
+
 static void child_init(apr_pool_t *pchild, server_rec *s)
 {
     (void)s;
@@ -299,11 +313,14 @@ static void register_hooks(apr_pool_t *p)
     /* mod_watchdog starts its instances in its own post_config: a
      * callback registered after that never runs */
     static const char *const before_watchdog[] = {"mod_watchdog.c", NULL};
+    /* its pconf cleanup must run before mod_slotmem_shm's */
+    static const char *const after_slotmem[] = {"mod_slotmem_shm.c", NULL};
 
     (void)p;
     ap_hook_check_config(check_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(post_config, after_proxy, before_watchdog,
                         APR_HOOK_MIDDLE);
+    ap_hook_post_config(keep_at_stop, after_slotmem, NULL, APR_HOOK_REALLY_LAST);
     ap_hook_child_init(child_init, after_proxy, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_stopping(beacon_senders_child_stopping, NULL, NULL,
                            APR_HOOK_MIDDLE);

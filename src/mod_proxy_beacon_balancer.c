@@ -275,8 +275,9 @@ apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
     return rv;
 }
 
-/* A member's route or load factor changed at its backend: applied under
- * the balancer's locks, as balancer-manager edits them. */
+/* A member's route or load factor differs from what its backend
+ * announces: applied under the balancer's locks, as balancer-manager
+ * edits them. */
 static void apply_changed_attrs(beacon_target *t, const char *url,
                                 const beacon_member_attrs *attrs)
 {
@@ -294,14 +295,30 @@ static void apply_changed_attrs(beacon_target *t, const char *url,
     beacon_target_unlock(t);
 }
 
+/* An accepted announcement of a url that is no member (it waits for a
+ * slot): its replay mark, if its old slot went to another, rises too. */
+static void heard_gone(beacon_target *t, const char *url, apr_int64_t ts,
+                       apr_time_t now)
+{
+    beacon_entry *mark = beacon_registry_find_mark(t->registry, t->b->s->name,
+                                                   url);
+
+    if (mark != NULL && ts > mark->high_ts) {
+        mark->high_ts = ts;
+        mark->last_heard = now;
+    }
+}
+
 void beacon_proxy_heard(beacon_target *t, const char *url, int *hint,
                         apr_int64_t ts, apr_time_t now,
                         const beacon_member_attrs *attrs)
 {
     beacon_entry *e = beacon_registry_find_hinted(t->registry, t->b->s->name,
                                                   url, hint);
+    proxy_worker_shared *shm;
 
     if (e == NULL) {
+        heard_gone(t, url, ts, now);
         return;
     }
     /* only the owner writes these: no lock */
@@ -309,9 +326,33 @@ void beacon_proxy_heard(beacon_target *t, const char *url, int *hint,
         e->high_ts = ts;
     }
     e->last_heard = now;
-    if (beacon_target_attrs_changed(e, attrs)) {
+    /* a look without the lock; apply_changed_attrs looks again under it */
+    if ((shm = beacon_target_slot(t, e)) != NULL &&
+        beacon_target_attrs_differ(shm, attrs)) {
         apply_changed_attrs(t, url, attrs);
     }
+}
+
+/* The replay marks of t's balancer, written from members[n] on; returns
+ * the new count. */
+static int add_replay_marks(beacon_target *t, apr_pool_t *p,
+                            beacon_member *members, int n)
+{
+    unsigned i;
+
+    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+        beacon_entry *e = beacon_registry_entry(t->registry, i);
+
+        if (e && e->state == BEACON_ENTRY_MARK &&
+            strcmp(e->balancer, t->b->s->name) == 0) {
+            members[n].url = apr_pstrdup(p, e->url);
+            members[n].gone = 1;
+            members[n].high_ts = e->high_ts;
+            members[n].last_heard = e->last_heard;
+            n++;
+        }
+    }
+    return n;
 }
 
 int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
@@ -327,7 +368,9 @@ int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
     ap_proxy_sync_balancer(t->b, t->s, t->conf);
     beacon_recycle_finish(t, p);
     w = (proxy_worker **)t->b->workers->elts;
-    *members = apr_pcalloc(p, sizeof(beacon_member) * (t->b->workers->nelts + 1));
+    /* room for every member and every replay mark the registry holds */
+    *members = apr_pcalloc(p, sizeof(beacon_member) *
+                                  (apr_size_t)(t->b->workers->nelts + BEACON_REGISTRY_SIZE));
     for (i = 0; i < t->b->workers->nelts; i++) {
         beacon_entry *e = beacon_target_entry(t, w[i]->s->name_ex);
 
@@ -339,6 +382,7 @@ int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
             n++;
         }
     }
+    n = add_replay_marks(t, p, *members, n);
     beacon_target_unlock(t);
     return n;
 }

@@ -39,17 +39,22 @@ typedef struct {
     apr_time_t ready_at;    /* NO_SLOT: when a slot may be recyclable; 0 */
 } beacon_add_info;
 
-/* A member of the balancer that beacon created, for adoption. */
+/* A member of the balancer that beacon created, for adoption; or a url
+ * whose slot went to another (gone), of which only the replay mark is
+ * left. */
 typedef struct {
     const char *url;
     int disabled;
+    int gone;
     apr_int64_t high_ts;    /* its replay mark, kept across owners */
+    apr_time_t last_heard;  /* gone: when the mark was taken */
 } beacon_member;
 
 /* How a receiver's members live and die (its directives). */
 typedef struct {
     apr_interval_time_t timeout;  /* lease; 0 = never evict */
     apr_interval_time_t forget;   /* silence after which it is forgotten */
+    apr_interval_time_t replay_span; /* 2 x MaxSkew: a replay mark's life */
     const beacon_member_params *params; /* ProxyBeaconMemberParams */
 } beacon_member_policy;
 
@@ -85,10 +90,11 @@ beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
 
 /*
  * In post_config, before any child exists: puts back the members the
- * persisted registry lists as they were (out of rotation when beacon had
- * taken them out or their lease lapsed meanwhile, with the admin's
- * settings), and forgets those silent past the policy's forget. Returns
- * how many were restored; *forgotten says how many were forgotten.
+ * persisted registry lists as they were when httpd stopped (in rotation
+ * or out, with the admin's settings: httpd's downtime is no lapsed lease;
+ * the new owner gives each a fresh one), and forgets those silent past
+ * the policy's forget, downtime included. Returns how many were
+ * restored; *forgotten says how many were forgotten.
  */
 int beacon_proxy_restore(beacon_target *t, apr_pool_t *p, int *forgotten);
 
@@ -115,16 +121,23 @@ void beacon_proxy_heard(beacon_target *t, const char *url, int *hint,
                         const beacon_member_attrs *attrs);
 
 /* Once a second in the owner: keeps the admin's settings of beacon's
- * members, and marks those silent past forget (returned: how many were
- * newly forgotten; each logged). */
+ * members, marks those silent past forget (returned: how many were
+ * newly forgotten; each logged), and drops stale replay marks. */
 int beacon_proxy_keep(beacon_target *t, apr_time_t now, apr_pool_t *p);
+
+/* In the parent, as the generation ends (graceful, restart, stop), before
+ * the balancer's and the registry's shared memory go: keeps the admin's
+ * settings and what backends announced, as they are at that moment, so
+ * that no edit of the last second is lost. Allocates and logs nothing. */
+void beacon_proxy_keep_at_stop(beacon_target *t);
 
 /* Sets or clears the member's Disabled flag, nothing else; APR_NOTFOUND
  * when the member is gone or not beacon's. */
 apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
                                        int disabled);
 
-/* Members carrying beacon's mark; returns how many were written. */
+/* Members carrying beacon's mark, then the replay marks of urls whose
+ * slot went to another (gone); returns how many were written. */
 int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
                                 beacon_member **members);
 

@@ -418,8 +418,13 @@ static void adopt_members(beacon_receiver *r, apr_time_t now, apr_pool_t *p)
 
     n = beacon_proxy_marked_members(r->target, p, &members);
     for (i = 0; i < n; i++) {
-        if (beacon_table_adopt(r->table, members[i].url, members[i].disabled,
-                               members[i].high_ts, now) == BEACON_OK) {
+        if (members[i].gone) {
+            /* no member: only its replay mark is taken over */
+            beacon_table_remember(r->table, members[i].url, members[i].high_ts,
+                                  members[i].last_heard);
+        }
+        else if (beacon_table_adopt(r->table, members[i].url, members[i].disabled,
+                                    members[i].high_ts, now) == BEACON_OK) {
             adopted++;
         }
     }

@@ -20,6 +20,8 @@
 #include <ap_listen.h>
 #include <ap_mpm.h>
 
+#include <unistd.h>
+
 #define WATCHDOG_NAME "_proxy_beacon_"
 #define WAIT_CAP apr_time_from_msec(100)
 /* mod_watchdog's singleton: a new owner starts about 10 s after the old one
@@ -113,6 +115,7 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
 {
     beacon_member_policy policy = {r->conf->timeout.value,
                                    beacon_forget_interval(r->conf),
+                                   2 * r->conf->max_skew.value,
                                    r->conf->member_params};
     int restored, forgotten;
 
@@ -196,6 +199,50 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
                      "each new url needs a free one");
     }
     return receiver_count ? register_watchdog(pconf, main_s) : APR_SUCCESS;
+}
+
+/*
+ * The owner keeps the admin's settings once a second; an edit typed into
+ * balancer-manager, or a route announced, in the second before a graceful
+ * restart or a stop would be lost. So the parent takes them once more as
+ * the generation ends: in a cleanup of pconf registered after
+ * mod_slotmem_shm's own, which therefore runs first (last in, first out),
+ * while the balancer's and the registry's shared memory are still there
+ * and before the registry is written to its persisted file. Only the
+ * parent that registered it acts.
+ */
+typedef struct {
+    beacon_receiver *receivers;
+    pid_t parent;
+} stop_keeper;
+
+static apr_status_t keep_at_stop(void *data)
+{
+    const stop_keeper *k = data;
+    beacon_receiver *r;
+
+    if (getpid() != k->parent) {
+        return APR_SUCCESS;
+    }
+    for (r = k->receivers; r; r = r->next) {
+        if (r->target) {
+            beacon_proxy_keep_at_stop(r->target);
+        }
+    }
+    return APR_SUCCESS;
+}
+
+void beacon_receivers_keep_at_stop(apr_pool_t *pconf)
+{
+    stop_keeper *k;
+
+    if (receivers == NULL) {
+        return;
+    }
+    k = apr_palloc(pconf, sizeof(*k));
+    k->receivers = receivers;
+    k->parent = getpid();
+    apr_pool_cleanup_register(pconf, k, keep_at_stop, apr_pool_cleanup_null);
 }
 
 /* ------------------------------------------------------------------ */

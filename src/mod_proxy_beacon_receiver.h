@@ -44,4 +44,9 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *s);
 void beacon_receivers_child_init(apr_pool_t *pchild);
 void beacon_receivers_sync(void);
 
+/* In post_config, after mod_slotmem_shm's: has the parent take what a
+ * restart must give back once more as this generation ends (see
+ * beacon_proxy_keep_at_stop). */
+void beacon_receivers_keep_at_stop(apr_pool_t *pconf);
+
 #endif /* MOD_PROXY_BEACON_RECEIVER_H */

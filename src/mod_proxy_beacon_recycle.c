@@ -197,8 +197,6 @@ static void complete(beacon_entry *e, proxy_worker_shared *shm,
     e->forgotten = 0;
     e->last_heard = apr_time_now();
     memset(&e->admin, 0, sizeof(e->admin));
-    e->announced_route[0] = '\0';
-    e->announced_lbfactor = 0;
     e->route_refused_at = 0;
     e->state = BEACON_ENTRY_MEMBER;
 }
@@ -208,6 +206,7 @@ void beacon_recycle_finish_entry(beacon_target *t, beacon_entry *e,
 {
     proxy_worker *tmpl = template_of(t, e->next_url, p);
 
+    beacon_registry_put_mark(t->registry, e); /* e->url is still the old one */
     e->out = 1; /* the new url's first announcement puts it in rotation */
     complete(e, tmpl ? shm : NULL, tmpl);
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, t->s, BCNLOGNO(00087)
@@ -292,6 +291,9 @@ proxy_worker *beacon_recycle_take(beacon_target *t, const char *url,
                      "taken as none", e->url, t->b->s->name, shm->busy);
     }
     info->recycled = apr_pstrdup(p, e->url);
+    /* the old url's replay mark outlives this owner: a replay of what it
+     * sent must not bring it back into another slot */
+    beacon_registry_put_mark(t->registry, e);
     /* write-ahead: an owner that dies from here on leaves the entry that
      * the next one finishes; the slot stays out of rotation until then */
     apr_cpystrn(e->next_url, url, sizeof(e->next_url));

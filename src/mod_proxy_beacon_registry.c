@@ -245,6 +245,12 @@ static int names(const beacon_entry *e, const char *balancer, const char *url)
     return strcmp(e->url, url) == 0 && strcmp(e->balancer, balancer) == 0;
 }
 
+static int names_member(const beacon_entry *e, const char *balancer,
+                        const char *url)
+{
+    return e->state != BEACON_ENTRY_MARK && names(e, balancer, url);
+}
+
 beacon_entry *beacon_registry_find(const beacon_registry *reg,
                                    const char *balancer, const char *url)
 {
@@ -262,14 +268,14 @@ beacon_entry *beacon_registry_find_hinted(const beacon_registry *reg,
     if (*hint >= 0 && *hint < BEACON_REGISTRY_SIZE) {
         beacon_entry *e = beacon_registry_entry(reg, (unsigned)*hint);
 
-        if (e && names(e, balancer, url)) {
+        if (e && names_member(e, balancer, url)) {
             return e;
         }
     }
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
         beacon_entry *e = beacon_registry_entry(reg, i);
 
-        if (e && names(e, balancer, url)) {
+        if (e && names_member(e, balancer, url)) {
             *hint = (int)i;
             return e;
         }
@@ -278,30 +284,22 @@ beacon_entry *beacon_registry_find_hinted(const beacon_registry *reg,
     return NULL;
 }
 
-beacon_entry *beacon_registry_put(const beacon_registry *reg,
-                                  const char *balancer, const char *url)
+beacon_entry *beacon_registry_find_mark(const beacon_registry *reg,
+                                        const char *balancer, const char *url)
 {
     unsigned i;
 
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        beacon_entry *e = slot_at(reg, i);
+        beacon_entry *e = beacon_registry_entry(reg, i);
 
-        if (e && e->magic != MARK_IN_USE) {
-            memset(e, 0, sizeof(*e));
-            apr_cpystrn(e->balancer, balancer, sizeof(e->balancer));
-            apr_cpystrn(e->url, url, sizeof(e->url));
-            e->state = BEACON_ENTRY_MEMBER;
-            e->slot = -1;
-            e->last_heard = apr_time_now();
-            e->version = REGISTRY_VERSION;
-            e->magic = MARK_IN_USE;
+        if (e && e->state == BEACON_ENTRY_MARK && names(e, balancer, url)) {
             return e;
         }
     }
     return NULL;
 }
 
-int beacon_registry_has_room(const beacon_registry *reg)
+static beacon_entry *free_entry(const beacon_registry *reg)
 {
     unsigned i;
 
@@ -309,10 +307,77 @@ int beacon_registry_has_room(const beacon_registry *reg)
         beacon_entry *e = slot_at(reg, i);
 
         if (e && e->magic != MARK_IN_USE) {
-            return 1;
+            return e;
         }
     }
-    return 0;
+    return NULL;
+}
+
+/* The replay mark heard from longest ago: a member needs its place more. */
+static beacon_entry *oldest_mark(const beacon_registry *reg)
+{
+    beacon_entry *oldest = NULL;
+    unsigned i;
+
+    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+        beacon_entry *e = beacon_registry_entry(reg, i);
+
+        if (e && e->state == BEACON_ENTRY_MARK &&
+            (oldest == NULL || e->last_heard < oldest->last_heard)) {
+            oldest = e;
+        }
+    }
+    return oldest;
+}
+
+static beacon_entry *fill(beacon_entry *e, const char *balancer,
+                          const char *url, beacon_entry_state state)
+{
+    memset(e, 0, sizeof(*e));
+    apr_cpystrn(e->balancer, balancer, sizeof(e->balancer));
+    apr_cpystrn(e->url, url, sizeof(e->url));
+    e->state = state;
+    e->slot = -1;
+    e->last_heard = apr_time_now();
+    e->version = REGISTRY_VERSION;
+    e->magic = MARK_IN_USE;
+    return e;
+}
+
+beacon_entry *beacon_registry_put(const beacon_registry *reg,
+                                  const char *balancer, const char *url)
+{
+    beacon_entry *e = beacon_registry_find_mark(reg, balancer, url);
+
+    if (e == NULL && (e = free_entry(reg)) == NULL &&
+        (e = oldest_mark(reg)) == NULL) {
+        return NULL;
+    }
+    return fill(e, balancer, url, BEACON_ENTRY_MEMBER);
+}
+
+beacon_entry *beacon_registry_put_mark(const beacon_registry *reg,
+                                       const beacon_entry *e)
+{
+    beacon_entry *mark = beacon_registry_find_mark(reg, e->balancer, e->url);
+
+    if (mark == NULL) {
+        if ((mark = free_entry(reg)) == NULL) {
+            return NULL;
+        }
+        fill(mark, e->balancer, e->url, BEACON_ENTRY_MARK);
+        mark->high_ts = 0;
+    }
+    if (e->high_ts > mark->high_ts) {
+        mark->high_ts = e->high_ts;
+    }
+    mark->last_heard = e->last_heard;
+    return mark;
+}
+
+int beacon_registry_has_room(const beacon_registry *reg)
+{
+    return free_entry(reg) != NULL || oldest_mark(reg) != NULL;
 }
 
 void beacon_registry_forget(beacon_entry *e)

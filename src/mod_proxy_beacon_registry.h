@@ -42,7 +42,10 @@ typedef struct {
 
 typedef enum {
     BEACON_ENTRY_MEMBER = 1,   /* a member, named url */
-    BEACON_ENTRY_RECYCLING     /* slot being renamed from url to next_url */
+    BEACON_ENTRY_RECYCLING,    /* slot being renamed from url to next_url */
+    BEACON_ENTRY_MARK          /* no member: the replay mark (high_ts, as of
+                                * last_heard) of a url whose slot went to
+                                * another, kept until it is stale */
 } beacon_entry_state;
 
 typedef struct {
@@ -59,9 +62,9 @@ typedef struct {
     apr_uint64_t elected_at_out; /* httpd's elected count then */
     apr_int64_t high_ts;       /* its replay high-water mark */
     beacon_admin_settings admin;
-    int announced_lbfactor;    /* the backend's, as applied; 0: none */
+    int announced_lbfactor;    /* unused: the layout of version 3 */
     apr_time_t route_refused_at; /* last "route already used" line */
-    char announced_route[PROXY_WORKER_MAX_ROUTE_SIZE]; /* as applied */
+    char announced_route[PROXY_WORKER_MAX_ROUTE_SIZE]; /* unused, likewise */
     char balancer[PROXY_BALANCER_MAX_NAME_SIZE];
     char url[BEACON_URL_MAX];
     char next_url[BEACON_URL_MAX];
@@ -95,20 +98,32 @@ beacon_registry_header *beacon_registry_header_of(const beacon_registry *reg);
  * (this layout, its strings terminated), else NULL. */
 beacon_entry *beacon_registry_entry(const beacon_registry *reg, unsigned i);
 
-/* The entry of url in balancer, or NULL. */
+/* The entry of member url in balancer (a replay mark is none), or NULL. */
 beacon_entry *beacon_registry_find(const beacon_registry *reg,
                                    const char *balancer, const char *url);
 
-/* The entry of url, trying entry *hint first and leaving where it was
- * found in *hint: the datagram path's lookup. */
+/* The member entry of url, trying entry *hint first and leaving where it
+ * was found in *hint: the datagram path's lookup. */
 beacon_entry *beacon_registry_find_hinted(const beacon_registry *reg,
                                           const char *balancer,
                                           const char *url, int *hint);
 
-/* A new entry for url, a member in rotation; NULL when the registry is
- * full. */
+/* A new entry for url, a member in rotation, in place of url's replay
+ * mark if it has one; else in a free entry, else in the place of the
+ * oldest replay mark. NULL when the registry is full. */
 beacon_entry *beacon_registry_put(const beacon_registry *reg,
                                   const char *balancer, const char *url);
+
+/* The replay mark of url in balancer, or NULL. */
+beacon_entry *beacon_registry_find_mark(const beacon_registry *reg,
+                                        const char *balancer, const char *url);
+
+/* Keeps e's replay mark (its high_ts as of its last_heard) in an entry of
+ * its own before e's slot goes to another url: raised if url has one,
+ * else in a free entry; NULL when none is free (the mark is then only
+ * the owner's). */
+beacon_entry *beacon_registry_put_mark(const beacon_registry *reg,
+                                       const beacon_entry *e);
 
 int beacon_registry_has_room(const beacon_registry *reg);
 

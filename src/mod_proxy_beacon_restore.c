@@ -1,11 +1,13 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * What a restart gives back (see beacon_proxy_restore and
- * beacon_proxy_keep in mod_proxy_beacon_balancer.h): the owner keeps the
- * admin's settings of beacon's members in the registry once a second and
- * marks the long-silent ones forgotten; the parent, before any child of
- * the new generation exists, puts every member back as it was.
+ * What a restart gives back (see beacon_proxy_restore, beacon_proxy_keep
+ * and beacon_proxy_keep_at_stop in mod_proxy_beacon_balancer.h): the owner
+ * keeps the admin's settings of beacon's members in the registry once a
+ * second, marks the long-silent ones forgotten and drops stale replay
+ * marks; the parent takes the settings once more at the stop itself, and,
+ * before any child of the new generation exists, puts every member back
+ * as it was.
  */
 
 #include "mod_proxy_beacon_recycle.h"
@@ -69,13 +71,28 @@ static void restore_admin(proxy_worker_shared *shm, const beacon_admin_settings 
 #undef GIVE_STRING
 }
 
-/* A member out of rotation and silent past ProxyBeaconForget. */
+/* Silent past ProxyBeaconForget, by wall clock: the proxy's own downtime
+ * counts here (a backend gone for an hour is gone), not for the lease. */
+static int silent_past_forget(const beacon_target *t, const beacon_entry *e,
+                              apr_time_t now)
+{
+    return t->policy.forget > 0 && now - e->last_heard > t->policy.forget;
+}
+
+/* At runtime only a member out of rotation is forgotten: one in rotation
+ * is the lease's business (ProxyBeaconTimeout 0 keeps it for ever). */
 static int is_forgettable(const beacon_target *t, const beacon_entry *e,
                           apr_time_t now)
 {
-    return e->forgotten ||
-           (t->policy.forget > 0 && e->out &&
-            now - e->last_heard > t->policy.forget);
+    return e->forgotten || (e->out && silent_past_forget(t, e, now));
+}
+
+/* A replay mark whose url can send nothing fresh that it accepted. */
+static int is_stale_mark(const beacon_target *t, const beacon_entry *e,
+                         apr_time_t now)
+{
+    return e->state == BEACON_ENTRY_MARK &&
+           now - e->last_heard > t->policy.replay_span;
 }
 
 /* The admin's flags as balancer-manager's letters, for a log line. */
@@ -100,20 +117,31 @@ static const char *admin_letters(apr_pool_t *p, unsigned int flags)
     return text;
 }
 
+/* The entries of t's balancer that are members with a slot, one by one:
+ * start with *i = 0; NULL when there are no more. */
+static beacon_entry *next_member(beacon_target *t, unsigned *i,
+                                 proxy_worker_shared **shm)
+{
+    while (*i < BEACON_REGISTRY_SIZE) {
+        beacon_entry *e = beacon_registry_entry(t->registry, (*i)++);
+
+        if (e && strcmp(e->balancer, t->b->s->name) == 0 &&
+            e->state == BEACON_ENTRY_MEMBER &&
+            (*shm = beacon_target_slot(t, e)) != NULL) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
 int beacon_proxy_keep(beacon_target *t, apr_time_t now, apr_pool_t *p)
 {
+    proxy_worker_shared *shm;
     int forgotten = 0;
-    unsigned i;
+    unsigned i = 0;
+    beacon_entry *e;
 
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        beacon_entry *e = beacon_registry_entry(t->registry, i);
-        proxy_worker_shared *shm;
-
-        if (e == NULL || strcmp(e->balancer, t->b->s->name) != 0 ||
-            e->state != BEACON_ENTRY_MEMBER ||
-            (shm = beacon_target_slot(t, e)) == NULL) {
-            continue;
-        }
+    while ((e = next_member(t, &i, &shm)) != NULL) {
         if (save_admin(&e->admin, shm)) {
             ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, t->s, BCNLOGNO(00091)
                          "kept the settings of %s in %s for restarts: "
@@ -132,7 +160,24 @@ int beacon_proxy_keep(beacon_target *t, apr_time_t now, apr_pool_t *p)
                          apr_time_sec(now - e->last_heard));
         }
     }
+    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+        if ((e = beacon_registry_entry(t->registry, i)) != NULL &&
+            strcmp(e->balancer, t->b->s->name) == 0 && is_stale_mark(t, e, now)) {
+            beacon_registry_forget(e);
+        }
+    }
     return forgotten;
+}
+
+void beacon_proxy_keep_at_stop(beacon_target *t)
+{
+    proxy_worker_shared *shm;
+    unsigned i = 0;
+    beacon_entry *e;
+
+    while ((e = next_member(t, &i, &shm)) != NULL) {
+        save_admin(&e->admin, shm);
+    }
 }
 
 /* Whether url is a member's name by today's identity rules. */
@@ -192,7 +237,8 @@ static const char *unsound_entry(const beacon_target *t, const beacon_entry *e)
         (e->state == BEACON_ENTRY_RECYCLING && !is_canonical(e->next_url))) {
         return "not a member's name";
     }
-    if (e->state != BEACON_ENTRY_MEMBER && e->state != BEACON_ENTRY_RECYCLING) {
+    if (e->state != BEACON_ENTRY_MEMBER && e->state != BEACON_ENTRY_RECYCLING &&
+        e->state != BEACON_ENTRY_MARK) {
         return "an unknown state";
     }
     return NULL;
@@ -223,8 +269,7 @@ static proxy_worker_shared *slot_for(beacon_target *t, beacon_entry *e,
 }
 
 /* Puts e's member back as it was; 0 when it is not (logged). */
-static int restore_member(beacon_target *t, beacon_entry *e, apr_time_t now,
-                          apr_pool_t *p)
+static int restore_member(beacon_target *t, beacon_entry *e, apr_pool_t *p)
 {
     proxy_worker_shared *shm;
 
@@ -241,10 +286,8 @@ static int restore_member(beacon_target *t, beacon_entry *e, apr_time_t now,
         return 0;
     }
     beacon_target_note_slot(e, shm);
-    if (!e->out && t->policy.timeout > 0 &&
-        now - e->last_heard > t->policy.timeout) {
-        beacon_target_mark_out(e, shm, 1); /* its lease lapsed while httpd was down */
-    }
+    /* in rotation or not as when httpd stopped: the downtime is no lease
+     * that lapsed, the new owner gives it a fresh one */
     restore_admin(shm, &e->admin);
     /* its next announcement puts it back; no child exists: plain writes */
     shm->status = e->out ? shm->status | PROXY_WORKER_DISABLED
@@ -279,12 +322,17 @@ int beacon_proxy_restore(beacon_target *t, apr_pool_t *p, int *forgotten)
         if (e->state == BEACON_ENTRY_RECYCLING) {
             beacon_recycle_finish_entry(t, e, beacon_target_slot(t, e), p);
         }
-        if (is_forgettable(t, e, now)) {
+        if (e->state == BEACON_ENTRY_MARK) {
+            if (is_stale_mark(t, e, now)) {
+                beacon_registry_forget(e);
+            }
+        }
+        else if (e->forgotten || silent_past_forget(t, e, now)) {
             drop_kept_slot(t, e);
             beacon_registry_forget(e);
             (*forgotten)++;
         }
-        else if (restore_member(t, e, now, p)) {
+        else if (restore_member(t, e, p)) {
             restored++;
         }
     }

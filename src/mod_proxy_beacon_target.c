@@ -409,18 +409,18 @@ void beacon_target_set_disabled_flag(proxy_worker_shared *shm, int disabled)
 /* ------------------------------------------------------------------ */
 /* What a backend announces of itself                                  */
 
-int beacon_target_attrs_changed(const beacon_entry *e,
-                                const beacon_member_attrs *attrs)
+int beacon_target_attrs_differ(const proxy_worker_shared *shm,
+                               const beacon_member_attrs *attrs)
 {
     return attrs != NULL &&
-           ((attrs->route[0] && strcmp(attrs->route, e->announced_route) != 0) ||
-            (attrs->lbfactor && attrs->lbfactor != e->announced_lbfactor));
+           ((attrs->route[0] && strcmp(attrs->route, shm->route) != 0) ||
+            (attrs->lbfactor && attrs->lbfactor != shm->lbfactor));
 }
 
 /* The member other than shm whose route is route, or NULL. */
-static const proxy_worker *route_holder(const beacon_target *t,
-                                        const proxy_worker_shared *shm,
-                                        const char *route)
+static proxy_worker *route_holder(const beacon_target *t,
+                                  const proxy_worker_shared *shm,
+                                  const char *route)
 {
     proxy_worker **w = (proxy_worker **)t->b->workers->elts;
     int i;
@@ -433,13 +433,33 @@ static const proxy_worker *route_holder(const beacon_target *t,
     return NULL;
 }
 
+/*
+ * Whether the holder of a route gives it up to a member whose backend
+ * announces it: when beacon took the holder out of rotation (a departed
+ * backend whose replacement announces the same jvmRoute). A member in
+ * rotation, or one the admin configured or stopped, keeps it.
+ */
+static int gives_up_route(const beacon_target *t, const proxy_worker *holder)
+{
+    const beacon_entry *e = beacon_target_entry(t, holder->s->name_ex);
+
+    return e != NULL && e->out && (holder->s->status & PROXY_WORKER_DISABLED) &&
+           !(holder->s->status & BEACON_ADMIN_FLAGS);
+}
+
 static void apply_route(beacon_target *t, beacon_entry *e,
                         proxy_worker_shared *shm, const char *route)
 {
-    const proxy_worker *holder = route_holder(t, shm, route);
+    proxy_worker *holder = route_holder(t, shm, route);
     apr_time_t now = apr_time_now();
 
-    if (holder != NULL) {
+    if (holder != NULL && gives_up_route(t, holder)) {
+        holder->s->route[0] = '\0';
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00140)
+                     "route %s of %s, out of rotation, goes to %s in %s",
+                     route, holder->s->name_ex, e->url, t->b->s->name);
+    }
+    else if (holder != NULL) {
         /* stickiness must name one member: the later one goes without */
         if (now - e->route_refused_at >= BEACON_LOG_EVERY) {
             e->route_refused_at = now;
@@ -451,12 +471,14 @@ static void apply_route(beacon_target *t, beacon_entry *e,
         return;
     }
     apr_cpystrn(shm->route, route, sizeof(shm->route));
-    apr_cpystrn(e->announced_route, route, sizeof(e->announced_route));
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00094)
                  "changed route of %s to %s in %s", e->url, route,
                  t->b->s->name);
 }
 
+/* What the backend announces is compared with the member as it is, not
+ * with the last announcement: a value the member lost (a restart gave
+ * back an older one, an admin typed another) is set again. */
 void beacon_target_apply_attrs(beacon_target *t, beacon_entry *e,
                                proxy_worker_shared *shm,
                                const beacon_member_attrs *attrs)
@@ -464,11 +486,11 @@ void beacon_target_apply_attrs(beacon_target *t, beacon_entry *e,
     if (attrs == NULL) {
         return;
     }
-    if (attrs->route[0] && strcmp(attrs->route, e->announced_route) != 0) {
+    if (attrs->route[0] && strcmp(attrs->route, shm->route) != 0) {
         apply_route(t, e, shm, attrs->route);
     }
-    if (attrs->lbfactor && attrs->lbfactor != e->announced_lbfactor) {
-        shm->lbfactor = e->announced_lbfactor = attrs->lbfactor;
+    if (attrs->lbfactor && attrs->lbfactor != shm->lbfactor) {
+        shm->lbfactor = attrs->lbfactor;
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00095)
                      "changed lbfactor of %s to %d.%02d in %s", e->url,
                      attrs->lbfactor / 100, attrs->lbfactor % 100,

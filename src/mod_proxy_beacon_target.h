@@ -95,17 +95,18 @@ void beacon_target_mark_out(beacon_entry *e, const proxy_worker_shared *shm,
                             int out);
 
 /* Under the balancer's locks: gives the member of e (slot shm) the route
- * and load factor its backend announces, where they differ from what it
- * announced before; a route another member has is refused (logged at
- * most every 10 s per member) and tried again with the next
- * announcement. Logs each change. */
+ * and load factor its backend announces, where the member's differ. A
+ * route another member has is taken from it when beacon took that one
+ * out of rotation (logged at info); else refused (logged at most every
+ * 10 s per member) and tried again with the next announcement. Logs each
+ * change. */
 void beacon_target_apply_attrs(beacon_target *t, beacon_entry *e,
                                proxy_worker_shared *shm,
                                const beacon_member_attrs *attrs);
 
-/* Whether attrs say something e's member does not have yet. */
-int beacon_target_attrs_changed(const beacon_entry *e,
-                                const beacon_member_attrs *attrs);
+/* Whether attrs say something the member in slot shm does not have. */
+int beacon_target_attrs_differ(const proxy_worker_shared *shm,
+                               const beacon_member_attrs *attrs);
 
 /* Sets or clears Disabled, and nothing else, of a shared status word. */
 void beacon_target_set_disabled_flag(proxy_worker_shared *shm, int disabled);

@@ -1,9 +1,15 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""Restarts keep the truth: a member that was out of rotation before a
-restart (evicted, or it said it was leaving) comes back out of rotation,
-and its next announcement puts it back."""
+"""Restarts keep the truth and lose nothing: a member comes back as it was
+when httpd stopped (in rotation with a fresh lease, or out of rotation
+until its next announcement), with what the admin set and the backend
+announced up to the stop itself; httpd's downtime counts for
+ProxyBeaconForget, not for the lease; replay marks outlive the owner,
+also of urls whose slot went to another; and a departed member's route
+goes to the member in rotation that announces it."""
 
+import os
 import re
+import signal
 import time
 import urllib.parse
 
@@ -11,7 +17,7 @@ import pytest
 
 from beacon_env import (Announcer, Heartbeat, enabled, receiver_config, start_receiver,
                         wait_member)
-from httpd import free_port, wait_for
+from httpd import free_port, logged_at, wait_for
 
 pytestmark = pytest.mark.beacon
 
@@ -121,10 +127,12 @@ def test_a_replay_after_a_restart_changes_nothing(httpd_factory, backend_factory
     assert not enabled(h.worker(b.url)), "a replay re-enabled a member that left"
 
 
-def test_a_member_whose_lease_lapsed_while_stopped_comes_back_out(
-        httpd_factory, backend_factory):
+def down_for(httpd_factory, backend_factory, seconds, **receiver):
+    """A proxy (receiver_config's **receiver) with one live member, stopped
+    for seconds and started again; returns (httpd, backend, log mark before
+    the start)."""
     udp = free_port()
-    h = httpd_factory(tail_config=receiver_config(udp, timeout="2"))
+    h = httpd_factory(tail_config=receiver_config(udp, **receiver))
     start_receiver(h)
     ann = Announcer(udp)
     b = backend_factory("b")
@@ -132,33 +140,210 @@ def test_a_member_whose_lease_lapsed_while_stopped_comes_back_out(
         wait_member(h, b.url)
         h.stop()
     started = time.time()
-    wait_for(lambda: time.time() - started > 2.5, 5, "the lease to lapse")
+    wait_for(lambda: time.time() - started > seconds, seconds + 3, "httpd's downtime")
     mark = h.log_size()
     start_receiver(h)
+    return h, b, mark
+
+
+def test_a_live_member_is_served_at_once_after_a_stop_longer_than_its_lease(
+        httpd_factory, backend_factory):
+    """The proxy's own downtime is no evidence that a backend died: a member
+    in rotation when httpd stopped comes back in rotation with one fresh
+    lease from the start, as after a hand-off; if it stays silent, it is
+    evicted one timeout after the new owner took over."""
+    timeout = 2
+    h, b, mark = down_for(httpd_factory, backend_factory, timeout + 0.5,
+                          timeout=str(timeout))
     h.wait_log(r"BCN00011: restored 1 member\(s\)", since=mark)
-    assert not enabled(h.worker(b.url)), "a member silent past its lease came back in rotation"
+    assert enabled(h.worker(b.url)), "a live member came back out of rotation"
+    statuses = [h.get("/")[0] for _ in range(20)]
+    assert statuses == [200] * 20, statuses
+    took_over = h.wait_log(r"BCN00060: took over 1 existing member", since=mark)
+    evicted = h.wait_log(r"BCN00035: evicted backend %s" % re.escape(b.url),
+                         timeout=timeout + 10, since=mark)
+    waited = logged_at(evicted) - logged_at(took_over)
+    assert timeout - 1 < waited < timeout + 3, f"evicted {waited:.1f} s after take-over"
+
+
+def test_a_live_member_silent_past_forget_while_httpd_is_down_is_forgotten(
+        httpd_factory, backend_factory):
+    """Downtime counts for ProxyBeaconForget, not for the lease."""
+    # Forget is grown to timeout + 2 x MaxSkew + 1 s = 4 s
+    h, b, mark = down_for(httpd_factory, backend_factory, 4.5, timeout="1",
+                          extra="ProxyBeaconMaxSkew 1\nProxyBeaconForget 3\n")
+    h.wait_log(r"BCN00011: restored 0 member\(s\) of balancer://cluster from "
+               r"the registry; forgot 1", since=mark)
+    assert b.url not in [w["name"] for w in h.balancer_members()]
+
+
+@pytest.mark.parametrize("how", ["graceful", "stop and start"])
+def test_an_admin_edit_just_before_a_restart_is_kept(httpd_factory, backend_factory, how):
+    """Settings are taken at the stop itself: an admin who sets Stopped and
+    restarts within the same second finds the member Stopped."""
+    udp = free_port()
+    h = httpd_factory(tail_config=receiver_config(udp, timeout="20"))
+    start_receiver(h)
+    ann = Announcer(udp)
+    b = backend_factory("b")
+    ann.announce(b.url)
+    wait_member(h, b.url)
+    # let the once-a-second keeping take the member as it is before the edit
+    h.wait_log(r"BCN00091: kept the settings of %s" % re.escape(b.url), since=0)
+    h.set_worker_status("cluster", b.url, S=1)
+    mark = h.log_size()
+    restart(h, how)
+    h.wait_log(r"BCN00011: restored 1 member\(s\)", since=mark)
+    assert "Stop" in h.worker(b.url)["flags"], "the admin's Stopped was lost"
+
+
+@pytest.mark.parametrize("how", ["graceful", "stop and start"])
+def test_a_route_announced_just_before_a_restart_is_kept(httpd_factory, backend_factory,
+                                                         how):
+    udp = free_port()
+    h = httpd_factory(tail_config=receiver_config(udp, timeout="20"))
+    start_receiver(h)
+    ann = Announcer(udp)
+    b = backend_factory("b")
+    ann.announce(b.url, extra=[("route", "r1"), ("lbfactor", "2")])
+    wait_member(h, b.url)
+    h.wait_log(r"BCN00091: kept the settings of %s .*route 'r1'" % re.escape(b.url),
+               since=0)
+    mark = h.log_size()
+    ann.announce(b.url, extra=[("route", "r2"), ("lbfactor", "3")])
+    h.wait_log(r"BCN00095: changed lbfactor of %s to 3.00" % re.escape(b.url), since=mark)
+    restart(h, how)
+    h.wait_log(r"BCN00011: restored 1 member\(s\)", since=mark)
+    w = h.worker(b.url)
+    assert w["route"] == "r2" and w["loadfactor"] in ("3", "3.00"), w
+
+
+def test_an_announced_route_is_compared_with_the_member_not_the_last_announcement(
+        httpd_factory, backend_factory):
+    """The backend owns what it announces: a member whose route differs
+    from the one its backend announces gets it again with the next
+    announcement, even when that announcement is the same as the last."""
+    udp = free_port()
+    h = httpd_factory(tail_config=receiver_config(udp, timeout="20"))
+    start_receiver(h)
+    ann = Announcer(udp)
+    b = backend_factory("b")
+    ann.announce(b.url, extra=[("route", "r1")])
+    wait_member(h, b.url)
+    assert manager_set(h, b.url, w_wr="typed")["route"] == "typed"
+    mark = h.log_size()
+    ann.announce(b.url, extra=[("route", "r1")])
+    h.wait_log(r"BCN00094: changed route of %s to r1" % re.escape(b.url), since=mark)
+    assert h.worker(b.url)["route"] == "r1"
+
+
+def owner_pid(h):
+    """The child that holds the receiver: it logged the last take-over or
+    'listening' line."""
+    pids = re.findall(r"\[pid (\d+):tid \d+\] BCN000(?:50|60):", h.error_log())
+    assert pids, "no receiver is listening"
+    return int(pids[-1])
+
+
+@pytest.mark.parametrize("change", ["graceful restart", "owner exit"])
+def test_a_replay_of_a_url_whose_slot_was_recycled_is_dropped_after_an_owner_change(
+        httpd_factory, backend_factory, change):
+    """a leaves and b takes its slot; a captured announcement of a, replayed
+    within MaxSkew after the receiver changed owner, must not bring a back:
+    its replay mark is in the registry, not only in the last owner's
+    memory."""
+    udp = free_port()
+    h = httpd_factory(growth=1, tail_config=receiver_config(udp, timeout="1"))
+    start_receiver(h)
+    ann = Announcer(udp)
+    a, b = backend_factory("a"), backend_factory("b")
+    captured = ann.announce(a.url)
+    wait_member(h, a.url)
+    ann.announce(a.url, state="leaving")
+    wait_member(h, a.url, want_enabled=False)
+    with Heartbeat(ann, b.url, period=0.3):
+        h.wait_log(r"BCN00038: recycled slot of %s for %s" % (re.escape(a.url),
+                                                             re.escape(b.url)),
+                   timeout=40)
+        wait_member(h, b.url)
+        mark = h.log_size()
+        if change == "graceful restart":
+            h.graceful()
+        else:
+            victim = owner_pid(h)
+            assert victim in h.child_pids()
+            os.kill(victim, signal.SIGKILL)
+        h.wait_log(r"\[pid (\d+):tid \d+\] BCN00060: took over 1 existing member",
+                   timeout=30, since=mark)
+        mark = h.log_size()
+        ann.send(captured)
+        h.wait_log(r"dropped datagram from [^:]+:\d+: replayed/reordered ts %s"
+                   % re.escape(a.url), since=mark)
+        assert a.url not in [w["name"] for w in h.balancer_members()]
+        assert [w["name"] for w in h.balancer_members()] == [b.url]
+
+
+def test_a_member_out_of_rotation_gives_up_its_route_to_one_in_rotation(
+        httpd_factory, backend_factory):
+    """The same jvmRoute on a new address: the departed member's route goes
+    to its replacement, logged at info, and sessions follow it."""
+    udp = free_port()
+    h = httpd_factory(tail_config=receiver_config(udp, timeout="20"))
+    h.proxy_config = ("<Proxy balancer://cluster>\n"
+                      "    ProxySet growth=4 stickysession=ROUTEID\n</Proxy>\n")
+    start_receiver(h)
+    ann = Announcer(udp)
+    old, new, other = backend_factory("old"), backend_factory("new"), backend_factory("o")
+    ann.announce(other.url)
+    ann.announce(old.url, extra=[("route", "r1")])
+    wait_member(h, old.url)
+    ann.announce(old.url, state="leaving", extra=[("route", "r1")])
+    wait_member(h, old.url, want_enabled=False)
+    mark = h.log_size()
+    ann.announce(new.url, extra=[("route", "r1")])
+    h.wait_log(r"BCN00140: route r1 of %s, out of rotation, goes to %s in "
+               r"balancer://cluster" % (re.escape(old.url), re.escape(new.url)),
+               since=mark)
+    wait_member(h, new.url)
+    assert h.worker(new.url)["route"] == "r1"
+    assert h.worker(old.url)["route"] == ""
+    answers = {h.get("/", headers={"Cookie": "ROUTEID=x.r1"})[1] for _ in range(6)}
+    assert answers == {"new"}
+    # the old one back: the route is taken now
+    mark = h.log_size()
+    ann.announce(old.url, extra=[("route", "r1")])
+    h.wait_log(r"BCN00093: route r1 already used by %s" % re.escape(new.url), since=mark)
+    assert h.worker(new.url)["route"] == "r1"
 
 
 @pytest.mark.parametrize("when", ["while running", "while stopped"])
 def test_a_forgotten_member_is_not_restored(httpd_factory, backend_factory, when):
+    """b, out of rotation, is forgotten once silent past Forget, at runtime
+    or because httpd was down that long; live, silent only while httpd was
+    down (less than Forget), is restored."""
+    forget = 6
     udp = free_port()
     h = httpd_factory(tail_config=receiver_config(
-        udp, timeout="1", extra="ProxyBeaconMaxSkew 1\nProxyBeaconForget 3\n"))
+        udp, timeout="1", extra=f"ProxyBeaconMaxSkew 1\nProxyBeaconForget {forget}\n"))
     start_receiver(h)
     ann = Announcer(udp)
     b, live = backend_factory("b"), backend_factory("live")
     with Heartbeat(ann, live.url, period=0.3):
         ann.announce(b.url)
+        heard = time.time()
         wait_member(h, b.url)
         wait_member(h, b.url, want_enabled=False)
         if when == "while running":
             h.wait_log(r"BCN00089: forgot backend %s of balancer://cluster" % b.url,
-                       timeout=10)
+                       timeout=forget + 5)
             h.stop()
         else:
+            # b is silent for 4 s with httpd up, then for the rest of
+            # Forget with httpd down: about 2.5 s, well inside live's Forget
+            wait_for(lambda: time.time() - heard > 4, 6, "b's silence to grow")
             h.stop()
-            started = time.time()
-            wait_for(lambda: time.time() - started > 3.5, 6, "the forget interval")
+            wait_for(lambda: time.time() - heard > forget + 0.5, forget + 2,
+                     "b's silence to pass Forget")
         mark = h.log_size()
         start_receiver(h)
         h.wait_log(r"BCN00011: restored 1 member\(s\) of balancer://cluster from "
