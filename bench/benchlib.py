@@ -44,8 +44,8 @@ FILE_PATH = "/f"
 KEEPALIVE = "KeepAlive On\nMaxKeepAliveRequests 0\nKeepAliveTimeout 30\n"
 
 # run_bench.py --record DIR: the output each figure is extracted from, the
-# last of each kind, as name under DIR/<section>/ (tests/bench/fixtures
-# are excerpts of these).
+# first and the last of each kind, as first-NAME and NAME under
+# DIR/<section>/ (tests/bench/fixtures are excerpts of these).
 RECORD = {"dir": None, "section": None}
 
 
@@ -54,7 +54,10 @@ def record(name, text):
         return
     d = Path(RECORD["dir"]) / (RECORD["section"] or "other")
     d.mkdir(parents=True, exist_ok=True)
-    (d / name).write_text(text if isinstance(text, str) else text.decode("latin-1"))
+    text = text if isinstance(text, str) else text.decode("latin-1")
+    if not (d / f"first-{name}").exists():
+        (d / f"first-{name}").write_text(text)
+    (d / name).write_text(text)
 
 
 # ---- statistics ---------------------------------------------------------------

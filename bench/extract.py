@@ -257,13 +257,22 @@ ADDED_RE = r"^\[([^\]]+)\] .*BCN00030: added backend (\S+) "
 RECYCLED_TIME_RE = r"^\[([^\]]+)\] .*BCN00038: recycled slot of \S+ for (\S+) "
 RECYCLED_RE = re.compile(r"BCN00038: recycled slot of (\S+) for (\S+) in balancer://")
 EVICTED_RE = r"BCN00035: evicted backend (\S+)"
-LISTENING_RE = r"BCN00050: listening for beacons on udp (\S+) "
 WAITS_RE = r"BCN00039: backend \S+ waits"
 NO_SLOT_RE = r"BCN00037: cannot add backend"
 
 
 def log_count(text, regex):
     return len(re.findall(regex, text, re.M))
+
+
+def logged(text, regex, what, happened):
+    """How many lines regex matches; Broken when none does although
+    `happened` (> 0) such events were seen by other means: the line
+    changed, not the behaviour."""
+    n = log_count(text, regex)
+    if happened and not n:
+        raise Broken(f"no {what} line in the error log, though {happened} happened")
+    return n
 
 
 def log_times(text, regex):
@@ -292,6 +301,9 @@ def delays(times, sent_at, what):
 
 
 # ---- fan-out: announcements read back ------------------------------------------------
+
+LEAVING = b" state=leaving "  # in a datagram: cheaper than parsing each
+
 
 def datagram_fields(datagram):
     """The fields of an announcement (bytes) by key."""
