@@ -11,12 +11,14 @@ ones written in the fixture: each test reads them off the text it parses.
 import datetime
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 import extract as ex
 from extract import Broken
-from conftest import REPO
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 # ---- library: bench_datagram -------------------------------------------------------
