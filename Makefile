@@ -83,13 +83,16 @@ module: build
 
 # Unit and CLI tests first, then the integration tests, which start private
 # httpd instances with the module loaded (pytest fails if it collects none),
-# then the packaging tests (tests/packaging/conftest.py, about a minute):
-# make uninstall, the man pages, make install and make deb with the
-# packages installed and purged, the last two into this machine, as root
-# only.
+# then the benchmarks' figure extraction on recorded output (tests/bench,
+# a second, no httpd: a changed log line or ?json field fails there, not
+# silently in make bench), then the packaging tests
+# (tests/packaging/conftest.py, about a minute): make uninstall, the man
+# pages, make install and make deb with the packages installed and purged,
+# the last two into this machine, as root only.
 check: build module
 	$(CTEST) --test-dir $(BUILD) $(CTEST_ARGS)
 	$(PYTHON) -m pytest -q tests/integration
+	$(PYTHON) -m pytest -q tests/bench
 	BEACON_BUILD=$(BUILD) $(PYTHON) -m pytest -q tests/packaging
 
 # Debug (-O0, no NDEBUG): the library's assert()s stay live under the

@@ -12,7 +12,6 @@ poll; only processes started here are signalled, by pid.
 """
 
 import http.client
-import json
 import math
 import os
 import re
@@ -33,6 +32,7 @@ import sys  # noqa: E402  (path set-up for the tests' helpers)
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 import beacon_wire as bw  # noqa: E402
+import extract as ex  # noqa: E402  (bench/, this file's directory)
 from beacon_env import SECRET, receiver_config, sender_httpd  # noqa: E402,F401
 # re-exported for run_bench.py
 from httpd import (ChildProcess, Httpd, error_lines, free_port,  # noqa: E402,F401
@@ -42,6 +42,22 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 FILE_SIZE = 100            # bytes of the static file every backend serves
 FILE_PATH = "/f"
 KEEPALIVE = "KeepAlive On\nMaxKeepAliveRequests 0\nKeepAliveTimeout 30\n"
+
+# run_bench.py --record DIR: the output each figure is extracted from, the
+# first and the last of each kind, as first-NAME and NAME under
+# DIR/<section>/ (tests/bench/fixtures are excerpts of these).
+RECORD = {"dir": None, "section": None}
+
+
+def record(name, text):
+    if RECORD["dir"] is None:
+        return
+    d = Path(RECORD["dir"]) / (RECORD["section"] or "other")
+    d.mkdir(parents=True, exist_ok=True)
+    text = text if isinstance(text, str) else text.decode("latin-1")
+    if not (d / f"first-{name}").exists():
+        (d / f"first-{name}").write_text(text)
+    (d / name).write_text(text)
 
 
 # ---- statistics ---------------------------------------------------------------
@@ -203,7 +219,8 @@ class Proxy(Httpd):
                 time.sleep(0.05)
         if status != 200:
             raise RuntimeError(f"/beacon-status?json answered {status}: {body[:200]}")
-        return json.loads(body)["receivers"][0]
+        record("status.json", body)
+        return ex.receiver_status(body)
 
     def log_config(self):
         return f"LogLevel {self.loglevel}\n"
@@ -241,7 +258,13 @@ class Proxy(Httpd):
         return wait_for(owner, timeout, f"the child holding {target}")
 
     def count_log(self, regex):
-        return len(re.findall(regex, self.error_log(), re.M))
+        return ex.log_count(self.error_log(), regex)
+
+    def log_text(self, name):
+        """The error log, also recorded as name (run_bench.py --record)."""
+        text = self.error_log()
+        record(name, text)
+        return text
 
 
 def stop_quietly(server):
@@ -464,38 +487,19 @@ class HAProxy(ChildProcess):
 
 # ---- wrk -------------------------------------------------------------------------
 
-_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
-
-
-def _ms(text):
-    m = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
-    return float(m.group(1)) * _UNITS[m.group(2)] if m else None
-
-
 def run_wrk(port, seconds, threads=2, connections=32, path=FILE_PATH, headers=()):
-    """One wrk run against path; a dict with rps, p50/p90/p99 (ms), errors."""
+    """One wrk run against path; a dict with rps, p50/p90/p99 (ms), errors
+    (extract.wrk_figures), the command and wrk's output (raw)."""
     cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency"]
     for h in headers:
         cmd += ["-H", h]
     cmd.append(f"http://127.0.0.1:{port}{path}")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
-    out = r.stdout
-    res = {"cmd": " ".join(cmd), "raw": out}
-    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    if r.returncode != 0 or not m:
-        raise RuntimeError(f"wrk failed ({r.returncode}): {out} {r.stderr}")
-    res["rps"] = float(m.group(1))
-    for p in ("50", "75", "90", "99"):
-        m = re.search(rf"^\s+{p}%\s+(\S+)", out, re.M)
-        res[f"p{p}"] = _ms(m.group(1)) if m else None
-    m = re.search(r"(\d+) requests in", out)
-    res["requests"] = int(m.group(1)) if m else None
-    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    res["non2xx"] = int(m.group(1)) if m else 0
-    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    res["socket_errors"] = sum(int(x) for x in m.groups()) if m else 0
-    res["socket_error_kinds"] = (dict(zip(("connect", "read", "write", "timeout"),
-                                          (int(x) for x in m.groups()))) if m else {})
+    if r.returncode != 0:
+        raise RuntimeError(f"wrk failed ({r.returncode}): {r.stdout} {r.stderr}")
+    record("wrk.txt", r.stdout)
+    res = ex.wrk_figures(r.stdout)
+    res.update({"cmd": " ".join(cmd), "raw": r.stdout})
     return res
 
 
@@ -505,16 +509,9 @@ def udp_socket(port, host="127.0.0.1"):
     """The IPv4 UDP socket bound to host:port from /proc/net/udp:
     {inode, rx_queue (bytes), drops}, or None."""
     want = "%08X:%04X" % (int.from_bytes(socket.inet_aton(host), "little"), port)
-    try:
-        lines = Path("/proc/net/udp").read_text().splitlines()[1:]
-    except OSError:
-        return None
-    for line in lines:
-        f = line.split()
-        if len(f) >= 13 and f[1] == want:
-            rx = int(f[4].split(":")[1], 16)
-            return {"inode": int(f[9]), "rx_queue": rx, "drops": int(f[12])}
-    return None
+    text = Path("/proc/net/udp").read_text()
+    record("proc-net-udp.txt", text)
+    return ex.udp_row(text, want)
 
 
 def udp_socket_buffer(port):
@@ -534,9 +531,9 @@ def udp_socket_buffer(port):
 
 def udp_snmp():
     """Udp counters of /proc/net/snmp as a dict (InErrors, RcvbufErrors...)."""
-    lines = [l.split() for l in Path("/proc/net/snmp").read_text().splitlines()
-             if l.startswith("Udp:")]
-    return dict(zip(lines[0][1:], (int(x) for x in lines[1][1:])))
+    text = Path("/proc/net/snmp").read_text()
+    record("proc-net-snmp.txt", text)
+    return ex.udp_snmp(text)
 
 
 def cpu_seconds(pid):
@@ -547,31 +544,27 @@ def cpu_seconds(pid):
     ticks (10 ms here), too coarse for a few thousand datagrams; that is
     the fallback. Threads that exited are not counted: the receiver and
     the MPM's threads live as long as the child."""
-    total, ok = 0, False
+    texts = []
     try:
         for tid in os.listdir(f"/proc/{pid}/task"):
             try:
-                total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
-                ok = True
-            except (OSError, ValueError, IndexError):
+                texts.append(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text())
+            except OSError:
                 continue
     except OSError:
         pass
-    if ok:
-        return total / 1e9
-    text = Path(f"/proc/{pid}/stat").read_text()
-    f = text[text.rindex(")") + 2:].split()
-    return (int(f[11]) + int(f[12])) / CLK_TCK
+    record("schedstat.txt", "".join(texts))
+    seconds = ex.schedstat_seconds(texts)
+    if seconds is not None:
+        return seconds
+    return ex.stat_seconds(Path(f"/proc/{pid}/stat").read_text(), CLK_TCK)
 
 
 def memory(pid):
     """{Rss, Pss} in KiB from /proc/<pid>/smaps_rollup."""
-    out = {}
-    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-        m = re.match(r"(Rss|Pss):\s+(\d+) kB", line)
-        if m:
-            out[m.group(1)] = int(m.group(2))
-    return out
+    text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    record("smaps_rollup.txt", text)
+    return ex.smaps_memory(text)
 
 
 def machine():

@@ -25,9 +25,13 @@ Sections (all by default, --only picks some):
                (a private /etc/hosts: tests/integration/private_hosts.py)
 
 Benchmarks report, they never fail: a missed goal is marked MISSED in the
-table and the exit status is still 0. A section that cannot run (wrk or
-haproxy missing, say: `make deps BENCH=1` installs them, nothing here does)
-says why in the table. The table goes to stdout and to
+table and the exit status is still 0. A measurement that found no data (a
+log line, a JSON field or a tool's output it reads is not there: the
+figure would be made up) is marked BROKEN, with the reason, in the goals
+and in its section; the figures come from bench/extract.py, which
+tests/bench checks against recorded output. A section that cannot run (wrk
+or haproxy missing, say: `make deps BENCH=1` installs them, nothing here
+does) says why in the table. The table goes to stdout and to
 bench/results/latest.txt (raw figures: latest.json), each written to a
 temporary file first so a crashed run keeps the last result.
 
@@ -40,7 +44,6 @@ run: too short for figures worth quoting.
 import argparse
 import collections
 import contextlib
-import datetime
 import json
 import re
 import selectors
@@ -57,6 +60,8 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in bench/ or tests/
 import benchlib as bl  # noqa: E402
+import extract as ex  # noqa: E402
+from extract import Broken  # noqa: E402
 import private_hosts  # noqa: E402  (tests/integration, on benchlib's path)
 
 SECTIONS = ("library", "request", "control", "convergence", "footprint", "churn",
@@ -65,6 +70,9 @@ SECTIONS = ("library", "request", "control", "convergence", "footprint", "churn"
 
 class Skip(Exception):
     """A section that cannot run here; the message says why."""
+
+
+BROKEN = "broken"  # a goal's `met` when its measurement found no data
 
 
 def log(msg):
@@ -111,6 +119,22 @@ class Ctx:
 
     def goal(self, section, text, met, detail):
         self.goals.append((section, text, met, detail))
+
+    def broken(self, section, reason):
+        """A measurement that found no data: BROKEN among the goals; the
+        line for the section's table."""
+        self.goals.append((section, f"{section}: a measurement found no data", BROKEN,
+                           reason))
+        return f"   BROKEN: {reason}"
+
+    def figure(self, section, fn, *args):
+        """fn(*args), an extraction; None, recorded as BROKEN, if it found
+        no data: for the figures a section reports beside others."""
+        try:
+            return fn(*args)
+        except Broken as e:
+            self.broken(section, str(e))
+            return None
 
     def site(self, n=104):
         """A shared static backend with n ports (names n0, n1, ...)."""
@@ -187,7 +211,8 @@ def flood(ctx, port, mode, seconds, rate=0, count=0, urls_file=None, batch=64):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
     if r.returncode != 0:
         raise RuntimeError(f"bench_flood failed: {r.stderr}")
-    return {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", r.stdout)}
+    bl.record("flood.txt", r.stdout)
+    return ex.flood_figures(r.stdout)
 
 
 # ---- 5. library --------------------------------------------------------------------
@@ -201,13 +226,12 @@ def bench_library(ctx):
     if r.returncode != 0:
         raise RuntimeError(f"bench_datagram exited {r.returncode}: {r.stderr}")
     ctx.raw["library"] = r.stdout
-    figures = dict(re.findall(r"^\((\w)\).*?([\d.]+) ns", r.stdout, re.M))
+    bl.record("bench_datagram.txt", r.stdout)
+    ns = ex.library_figures(r.stdout)
     lines = ["   " + l for l in r.stdout.rstrip().splitlines()
              if l.strip() and not l.startswith("machine:")]
-    if "a" in figures and "c" in figures:
-        a, b, c = (float(figures[k]) for k in "abc")
-        lines.append(f"   SipHash share: {100 * c / a:.0f}% of a valid datagram, "
-                     f"{100 * c / b:.0f}% of a forged one")
+    lines.append(f"   SipHash share: {100 * ns['c'] / ns['a']:.0f}% of a valid datagram, "
+                 f"{100 * ns['c'] / ns['b']:.0f}% of a forged one")
     return lines
 
 
@@ -281,34 +305,45 @@ def bench_request(ctx):
 
 # ---- 2. control path ---------------------------------------------------------------
 
-def snapshot(proxy, pid, hb=None, renew_re=None):
-    """Counters at a quiet moment: the socket drained, the heartbeat held."""
-    port = proxy.udp_port
-    bl.wait_for(lambda: bl.udp_socket(port)["rx_queue"] == 0, 10, "receiver to drain",
-                interval=0.005)
-    time.sleep(0.05)  # the last datagram dequeued is handled and logged
+def receiver_socket(port):
     s = bl.udp_socket(port)
+    if s is None:
+        raise Broken(f"no UDP socket on 127.0.0.1:{port} in /proc/net/udp")
+    return s
+
+
+def snapshot(proxy, pid, hb=None):
+    """Counters at a quiet moment: the socket drained, the heartbeat held.
+    With hb (V's heartbeat): also the receiver's /beacon-status?json, whose
+    events.accepted counts V's accepted announcements, and the ts of the
+    last announcement V sent."""
+    port = proxy.udp_port
+    bl.wait_for(lambda: receiver_socket(port)["rx_queue"] == 0, 10, "receiver to drain",
+                interval=0.005)
+    time.sleep(0.05)  # the last datagram dequeued is handled and counted
+    s = receiver_socket(port)
     return {"t": time.monotonic(), "drops": s["drops"], "snmp": bl.udp_snmp(),
             "cpu": bl.cpu_seconds(pid), "hb": hb.sent if hb else 0,
-            "renewed": proxy.count_log(renew_re) if renew_re else 0}
+            "status": proxy.beacon_status() if hb else None,
+            "v_last_ts": hb.sender.last_ts if hb else None}
 
 
-def flood_run(ctx, proxy, pid, mode, seconds, rate=0, urls_file=None, hb=None,
-              renew_re=None):
+def flood_run(ctx, proxy, pid, mode, seconds, rate=0, urls_file=None, hb=None):
     """One flood against the receiver: what was sent, what the kernel
-    dropped, how fast the receiver kept up, and its CPU time."""
+    dropped, how fast the receiver kept up, and its CPU time; with hb, how
+    many of V's announcements the receiver accepted (its counter)."""
     port = proxy.udp_port
 
     def consistent_snapshot():
         # the heartbeat thread must not send between the two reads
         with hb.lock if hb else contextlib.nullcontext():
-            return snapshot(proxy, pid, hb, renew_re)
+            return snapshot(proxy, pid, hb)
 
     a = consistent_snapshot()
     f = flood(ctx, port, mode, seconds, rate=rate, urls_file=urls_file)
     drained = True
     try:
-        bl.wait_for(lambda: bl.udp_socket(port)["rx_queue"] == 0, 10,
+        bl.wait_for(lambda: receiver_socket(port)["rx_queue"] == 0, 10,
                     "receiver to drain", interval=0.002)
     except AssertionError:
         drained = False
@@ -316,19 +351,15 @@ def flood_run(ctx, proxy, pid, mode, seconds, rate=0, urls_file=None, hb=None,
     b = consistent_snapshot()
     sent = int(f["sent"])
     drops = b["drops"] - a["drops"]
-    busy = t_drained - a["t"]
-    cpu = b["cpu"] - a["cpu"]
     res = {"mode": mode, "target_rate": rate, "sent": sent, "send_rate": f["rate"],
            "send_seconds": f["seconds"], "drops": drops, "drained": drained,
            "snmp_rcvbuf_errors": b["snmp"]["RcvbufErrors"] - a["snmp"]["RcvbufErrors"],
-           "snmp_in_errors": b["snmp"]["InErrors"] - a["snmp"]["InErrors"],
-           "kept_rate": (sent - drops) / busy, "busy_seconds": busy,
-           "cpu_seconds": cpu, "cpu_share": cpu / busy,
-           "us_per_dgram": 1e6 * cpu / max(1, sent - drops)}
+           "snmp_in_errors": b["snmp"]["InErrors"] - a["snmp"]["InErrors"]}
+    res.update(ex.receiver_load(sent - drops, t_drained - a["t"], b["cpu"] - a["cpu"]))
     if hb:
         res["v_sent"] = b["hb"] - a["hb"]
-        if renew_re:
-            res["v_accepted"] = b["renewed"] - a["renewed"]
+        v = ex.v_accepted(a["status"], b["status"], hb.urls[0], b["v_last_ts"])
+        res["v_accepted"], res["v_last_kept"] = v["accepted"], v["last_kept"]
     return res
 
 
@@ -338,7 +369,8 @@ def control_lines(runs, label):
         target = f"{r['target_rate'] / 1000:.0f}k/s" if r["target_rate"] else "max"
         v = ""
         if "v_accepted" in r:
-            v = f"  V {r['v_accepted']}/{r['v_sent']}"
+            v = (f"  V {r['v_accepted']}/{r['v_sent']}"
+                 + ("" if r["v_last_kept"] else " (its last one not kept)"))
         lines.append(f"   {label:7}{target:>7}{r['send_rate']:>11.0f}{r['sent']:>10}"
                      f"{r['drops']:>9}{r['snmp_rcvbuf_errors']:>9}{r['kept_rate']:>11.0f}"
                      f"{100 * r['cpu_share']:>7.0f}%{r['us_per_dgram']:>10.2f}{v}")
@@ -359,10 +391,10 @@ def sink_run(ctx, rate, seconds, batch):
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-    r = {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", out)}
-    got = r.get("received", 0)
-    return {"sent": f["sent"], "received": got, "cpu_seconds": r.get("cpu_seconds"),
-            "us_per_dgram": 1e6 * r["cpu_seconds"] / got if got else None}
+    bl.record("sink.txt", out)
+    r = ex.sink_figures(out)
+    return {"sent": f["sent"], "received": r["received"], "cpu_seconds": r["cpu_seconds"],
+            "us_per_dgram": r["us_per_dgram"]}
 
 
 def best_clean(runs):
@@ -382,14 +414,13 @@ def bench_control(ctx):
     fleet = [site.member_url(1 + i) for i in range(50)]
     urls_file = ctx.dir / "fleet.txt"
     urls_file.write_text("\n".join(fleet) + "\n")
-    renew_re = r"lease of %s renewed" % re.escape(v_url)
     out = {}
 
-    # forged: trace3 logs every accepted announcement, so V's can be counted
+    # forged: V is the only valid sender, so the receiver's counter of
+    # accepted announcements (/beacon-status?json) counts V's
     udp = bl.free_port()
     p = ctx.track(bl.Proxy(ctx.dir / "ctl-forged", module=ctx.module, growth=64,
-                           receiver=(udp, "2"),
-                           loglevel="warn proxy_beacon:trace3")).start_receiver()
+                           receiver=(udp, "2"), status_page=True)).start_receiver()
     sender = bl.Sender(udp)
     sender.announce(v_url)
     wait_members(p, [v_url])
@@ -400,15 +431,15 @@ def bench_control(ctx):
     try:
         for rate in ladder:
             log(f"control: forged at {rate}/s")
-            forged.append(flood_run(ctx, p, pid, "forged", step, rate, hb=hb,
-                                    renew_re=renew_re))
+            forged.append(flood_run(ctx, p, pid, "forged", step, rate, hb=hb))
         log("control: forged, as fast as possible")
-        forged.append(flood_run(ctx, p, pid, "forged", max_secs, hb=hb, renew_re=renew_re))
+        forged.append(flood_run(ctx, p, pid, "forged", max_secs, hb=hb))
     finally:
         hb.stop()
         sender.close()
     v_ok = "Dis" not in [w for w in p.members() if w["name"] == v_url][0]["flags"]
-    v_evicted = p.count_log(r"evicted backend %s" % re.escape(v_url))
+    v_evicted = len([u for u in re.findall(ex.EVICTED_RE, p.log_text("forged-error.log"))
+                     if u == v_url])
     out["forged"] = forged
     out["v_enabled"], out["v_evictions"] = v_ok, v_evicted
     ctx.check_log(p, "control/forged proxy")
@@ -442,14 +473,14 @@ def bench_control(ctx):
     out["calibration"] = calib
     ctx.raw["control"] = out
 
-    goal_runs = [r for r in forged if r["target_rate"] == 200_000]
-    g = goal_runs[0] if goal_runs else None
     lines = [f"   bench_flood (C, sendmmsg) -> receiver on 127.0.0.1; {step:g} s per paced "
              f"rate, {max_secs:g} s unpaced; receive buffer {rb}",
              "   drops = the socket's drop counter (/proc/net/udp); kept = (sent - drops)"
              " / time until the socket drained;",
              "   cpu = the receiver child's CPU time (schedstat, all threads) / that time; us/dgram = cpu / kept; "
-             "V = a live member announcing every 500 ms: accepted/sent",
+             "V = a live member announcing every 500 ms:",
+             "   accepted (the receiver's events.accepted, /beacon-status?json; V is the only "
+             "valid sender) / sent",
              f"   {'':7}{'target':>7}{'sent/s':>11}{'sent':>10}{'drops':>9}{'RcvbufE':>9}"
              f"{'kept/s':>11}{'cpu':>8}{'us/dgram':>10}"]
     lines += control_lines(forged, "forged")
@@ -471,14 +502,30 @@ def bench_control(ctx):
                  f"(with one recvfrom per datagram: {fmt(c1.get('us_per_dgram'), '.2f')})")
     lines.append(f"   V after the forged floods: {'enabled' if v_ok else 'DISABLED'}, "
                  f"evicted {v_evicted} time(s)")
-    if g:
-        lost = g["v_sent"] - g["v_accepted"]
-        met = g["drops"] == 0 and lost == 0 and g["send_rate"] >= 195_000 and v_ok
-        ctx.goal("control", ">= 200,000 forged/s on one core, no valid announcement lost",
-                 met, f"sent {g['send_rate']:.0f}/s, {g['drops']} dropped, receiver cpu "
-                 f"{100 * g['cpu_share']:.0f}% of a core, V lost {lost}, "
-                 f"V {'enabled' if v_ok else 'DISABLED'}")
+    control_goal(ctx, forged, v_ok)
     return lines
+
+
+def control_goal(ctx, forged, v_ok):
+    """The goal, from the forged run at 200,000/s: no drop, and V lost
+    nothing (accepted, by the receiver's counter, all it sent, the last
+    one kept). A run in which V sent nothing measures nothing: BROKEN."""
+    g = next((r for r in forged if r["target_rate"] == 200_000), None)
+    if g is None:
+        ctx.broken("control", "no forged run at 200,000/s")
+        return
+    if not g["v_sent"]:
+        ctx.broken("control", "V sent no announcement during the forged flood at 200,000/s")
+        return
+    lost = g["v_sent"] - g["v_accepted"]
+    met = (g["drops"] == 0 and lost == 0 and g["v_last_kept"]
+           and g["send_rate"] >= 195_000 and v_ok)
+    ctx.goal("control", ">= 200,000 forged/s on one core, no valid announcement lost",
+             met, f"sent {g['send_rate']:.0f}/s, {g['drops']} dropped, receiver cpu "
+             f"{100 * g['cpu_share']:.0f}% of a core, V lost {lost} (accepted "
+             f"{g['v_accepted']} of {g['v_sent']}"
+             f"{'' if g['v_last_kept'] else ', its last one not kept'}), "
+             f"V {'enabled' if v_ok else 'DISABLED'}")
 
 
 # ---- 3. convergence ----------------------------------------------------------------
@@ -572,23 +619,21 @@ def bench_convergence(ctx):
         if ph:
             ph.close()
         sender.close()
-    evicted = p.count_log(r"BCN00035: evicted backend")
+    text = p.log_text("convergence-error.log")
+    evicted = ctx.figure("convergence", ex.logged, text, ex.EVICTED_RE, "BCN00035 evicted",
+                         len(res["evict"]))
     # where the join goes: datagram -> "added" log line (its microsecond
     # time stamp) -> first request served
-    for m in re.finditer(r"^\[([^\]]+)\] .*BCN00030: added backend (\S+) ",
-                         p.error_log(), re.M):
-        if m.group(2) in sent_at:
-            try:
-                t = datetime.datetime.strptime(m.group(1), "%a %b %d %H:%M:%S.%f %Y")
-                res["added"].append(t.timestamp() - sent_at[m.group(2)])
-            except ValueError:
-                pass
+    res["added"] = ctx.figure("convergence", ex.delays, ex.log_times(text, ex.ADDED_RE),
+                              sent_at, "BCN00030 added")
     ctx.check_log(p, "convergence/beacon proxy")
     ctx.raw["convergence"] = res
 
     def ms_row(title, xs, extra=""):
+        if xs is None:
+            return f"   {title:34} BROKEN (see the goals)"
         if not xs:
-            return f"   {title:34} no data"
+            return f"   {title:34} none"
         return (f"   {title:34}{len(xs):>4}{1e3 * bl.pct(xs, 50):>9.2f}{1e3 * bl.pct(xs, 99):>9.2f}"
                 f"   ({rng(xs, '.2f', 1e3)}){extra}")
     lines = [f"   {trials} trials, each a new backend; client: one keep-alive connection "
@@ -600,44 +645,55 @@ def bench_convergence(ctx):
              ms_row("  datagram -> added (log time)", res["added"]),
              ms_row("  the serving request's round trip", res["join_last_rtt"]),
              ms_row("HAProxy join: add+enable -> served", res["haproxy_join"],
-                    f"  polls {fmt(bl.median(res['haproxy_polls']), '.0f')}"),
+                    f"  polls {fmt(bl.median(res['haproxy_polls']), '.0f')}")
+             if ha else "   HAProxy join: not measured (haproxy missing)",
              ms_row("  the serving request's round trip", res["haproxy_last_rtt"]),
              ms_row("beacon eviction, after the timeout", res["evict"],
-                    f"  evictions logged: {evicted}"),
+                    f"  evictions logged: {fmt(evicted, 'd', 'BROKEN')}"),
              f"     (last response from it - (its last datagram + ProxyBeaconTimeout "
              f"{timeout:g} s))"]
     if res["failures"]:
         lines.append(f"   failures: {len(res['failures'])}, e.g. {res['failures'][0]}")
+    convergence_goals(ctx, res, trials, haproxy=ha is not None)
+    return lines
+
+
+def convergence_goals(ctx, res, trials, haproxy):
+    """A join or eviction not seen within its time is a real figure that
+    misses (MISSED); HAProxy serving none of its joins leaves the
+    comparison without data (BROKEN)."""
     j, h, e = res["join"], res["haproxy_join"], res["evict"]
-    if j and h:
+    none = f"none of {trials} seen"
+    if not haproxy:
+        ctx.goal("convergence", "beacon join p50 <= HAProxy join p50", None,
+                 "HAProxy not measured")
+    elif not h:
+        ctx.broken("convergence", f"HAProxy served none of its {trials} joins: "
+                   f"{res['failures'][-1] if res['failures'] else '?'}")
+    elif j:
         ctx.goal("convergence", "beacon join p50 <= HAProxy join p50",
                  bl.pct(j, 50) <= bl.pct(h, 50),
                  f"{1e3 * bl.pct(j, 50):.2f} ms vs {1e3 * bl.pct(h, 50):.2f} ms")
-    elif j:
-        ctx.goal("convergence", "beacon join p50 <= HAProxy join p50", None,
-                 "HAProxy not measured")
-    if j:
-        ctx.goal("convergence", "beacon join p99 < 10 ms", bl.pct(j, 99) < 0.010,
-                 f"{1e3 * bl.pct(j, 99):.2f} ms")
-    if e:
-        ctx.goal("convergence", "eviction within 100 ms after the timeout",
-                 bl.pct(e, 99) <= 0.100 and len(e) == len(j),
-                 f"p99 {1e3 * bl.pct(e, 99):.2f} ms, max {1e3 * max(e):.2f} ms")
-    return lines
+    ctx.goal("convergence", "beacon join p99 < 10 ms",
+             bool(j) and bl.pct(j, 99) < 0.010 and len(j) == trials,
+             f"{1e3 * bl.pct(j, 99):.2f} ms, {len(j)} of {trials} seen" if j else none)
+    ctx.goal("convergence", "eviction within 100 ms after the timeout",
+             bool(e) and bl.pct(e, 99) <= 0.100 and len(e) == len(j),
+             f"p99 {1e3 * bl.pct(e, 99):.2f} ms, max {1e3 * max(e):.2f} ms" if e else none)
 
 
 # ---- 4. footprint ------------------------------------------------------------------
 
 def proxy_memory(proxy):
-    kids = proxy.child_pids()
+    kids = ex.need(proxy.child_pids(), f"no child process of {proxy.dir.name}")
     parent = bl.memory(proxy.pid)
     rss = pss = 0
     for k in kids:
         m = bl.memory(k)
-        rss += m.get("Rss", 0)
-        pss += m.get("Pss", 0)
+        rss += m["Rss"]
+        pss += m["Pss"]
     return {"children": len(kids), "rss_kib": rss, "pss_kib": pss,
-            "parent_rss_kib": parent.get("Rss", 0), "parent_pss_kib": parent.get("Pss", 0)}
+            "parent_rss_kib": parent["Rss"], "parent_pss_kib": parent["Pss"]}
 
 
 def sampled_memory(proxy, quick):
@@ -706,7 +762,7 @@ def bench_footprint(ctx):
         plans = ([(1000, 1, 1000), (10000, 64, 5000)] if ctx.quick
                  else [(1000, 1, 3000), (10000, 64, 30000)])
         for rate, batch, count in plans:
-            s0 = bl.udp_socket(udp)["drops"]
+            s0 = receiver_socket(udp)["drops"]
             c2, t2 = bl.cpu_seconds(pid), time.monotonic()
             f = flood(ctx, udp, "valid", count / rate + 30, rate=rate, count=count,
                       urls_file=urls_file, batch=batch)
@@ -715,8 +771,10 @@ def bench_footprint(ctx):
             time.sleep(0.05)
             c3, t3 = bl.cpu_seconds(pid), time.monotonic()
             used = c3 - c2
+            drops = receiver_socket(udp)["drops"] - s0
+            ex.receiver_load(f["sent"] - drops, t3 - t2, used)  # Broken if cpu is stuck
             cpu.append({"rate": rate, "batch": batch, "sent": f["sent"],
-                        "send_rate": f["rate"], "drops": bl.udp_socket(udp)["drops"] - s0,
+                        "send_rate": f["rate"], "drops": drops,
                         "idle_rate": idle_rate, "cpu_seconds": used, "seconds": t3 - t2,
                         "ms_per_1000": 1e6 * used / f["sent"],
                         "net_ms_per_1000": 1e6 * (used - idle_rate * (t3 - t2)) / f["sent"]})
@@ -770,9 +828,8 @@ def bench_footprint(ctx):
 # members are forgotten (their slots the first reused) after 4 s.
 CHURN_RECEIVER = "ProxyBeaconMaxSkew 1\nProxyBeaconForget 4\n"
 CHURN_TIMEOUT = "3"  # ProxyBeaconTimeout; live members announce every second
-RECYCLED_RE = re.compile(r"BCN00038: recycled slot of (\S+) for (\S+) in balancer://")
-ADDED_TIME_RE = r"^\[([^\]]+)\] .*BCN00030: added backend (\S+) "
-RECYCLED_TIME_RE = r"^\[([^\]]+)\] .*BCN00038: recycled slot of \S+ for (\S+) "
+# the receiver's event counters (/beacon-status?json) the churn rows show
+CHURN_EVENTS = ("added", "recycled", "leaving", "reenabled", "evicted")
 
 
 def churn_proxy(ctx, name, growth, members=()):
@@ -784,21 +841,6 @@ def churn_proxy(ctx, name, growth, members=()):
                               status_page=True)).start_receiver()
 
 
-def log_times(proxy, regex):
-    """{url: epoch seconds} from the microsecond time stamps of the lines
-    regex matches (group 1 the time stamp, group 2 the url; first wins)."""
-    out = {}
-    for m in re.finditer(regex, proxy.error_log(), re.M):
-        if m.group(2) in out:
-            continue
-        try:
-            t = datetime.datetime.strptime(m.group(1), "%a %b %d %H:%M:%S.%f %Y")
-        except ValueError:
-            continue
-        out[m.group(2)] = t.timestamp()
-    return out
-
-
 def status_note(ctx, proxy, label):
     if proxy.status_retries:
         ctx.notes.append(f"{label}: /beacon-status?json closed without an answer "
@@ -806,7 +848,7 @@ def status_note(ctx, proxy, label):
 
 
 def events_delta(a, b):
-    return {k: b["events"].get(k, 0) - a["events"].get(k, 0) for k in b["events"]}
+    return ex.events_delta(a, b, CHURN_EVENTS)
 
 
 def ms_stats(xs):
@@ -848,7 +890,7 @@ def churn_join(ctx, site):
             senders["recycled"].leave(u)
 
         def recyclable(n):
-            g = pr.beacon_status()["growth"]
+            g = ex.growth(pr.beacon_status())
             return g if g["recyclable"] >= n else None
         log(f"churn: waiting until R's {trials} slots are recyclable")
         g = bl.wait_for(lambda: recyclable(trials), 30,
@@ -876,17 +918,19 @@ def churn_join(ctx, site):
                 res[kind].append(join)
                 res[f"{kind}_polls"].append(polls)
             log(f"churn: join trial {i + 1}/{trials}")
-        res["growth_after"] = pr.beacon_status()["growth"]
+        res["growth_after"] = ex.growth(pr.beacon_status())
     finally:
         for x in list(pollers.values()) + list(senders.values()):
             x.close()
-    added = log_times(pf, ADDED_TIME_RE)
-    recycled = log_times(pr, RECYCLED_TIME_RE)
-    res["logged"] = {"free": [added[u] - w for u, w in sent_at["free"].items() if u in added],
-                     "recycled": [recycled[u] - w for u, w in sent_at["recycled"].items()
-                                  if u in recycled]}
+    added = ex.log_times(pf.log_text("join-free-error.log"), ex.ADDED_RE)
+    text_r = pr.log_text("join-recycled-error.log")
+    recycled = ex.log_times(text_r, ex.RECYCLED_TIME_RE)
+    res["logged"] = {"free": ctx.figure("churn", ex.delays, added, sent_at["free"],
+                                        "BCN00030 added"),
+                     "recycled": ctx.figure("churn", ex.delays, recycled, sent_at["recycled"],
+                                            "BCN00038 recycled")}
     res["recycled_joins"] = sum(1 for u in sent_at["recycled"] if u in recycled)
-    res["added_in_r"] = pr.count_log(r"BCN00030: added backend")
+    res["added_in_r"] = ex.log_count(text_r, ex.ADDED_RE)
     for label, p in proxies.items():
         ctx.check_log(p, f"churn/join {label} proxy")
         status_note(ctx, p, f"churn/join {label} proxy")
@@ -904,6 +948,9 @@ def churn_join(ctx, site):
              ]
     for kind, title in (("free", "into a free slot"), ("recycled", "into a recycled slot")):
         xs, lg = res[kind], res["logged"][kind]
+        if lg is None:
+            lg = []
+            lines.append(f"      {title}: the log time stamps are BROKEN (see the goals)")
         if xs:
             lines.append(f"      {title:30}{len(xs):>4}{1e3 * bl.pct(xs, 50):>9.2f}"
                          f"{1e3 * bl.pct(xs, 99):>9.2f}   ({rng(xs, '.2f', 1e3)})"
@@ -969,7 +1016,7 @@ class Churner:
             return
         end = data.rfind(b"\n") + 1
         self.log_pos += end
-        for m in RECYCLED_RE.finditer(data[:end].decode("latin-1")):
+        for m in ex.RECYCLED_RE.finditer(data[:end].decode("latin-1")):
             old = m.group(1)
             if old in self.index and old not in self.active:
                 self.pool.append(self.index[old])
@@ -1060,7 +1107,7 @@ def churn_throughput(ctx, site):
         while time.monotonic() - t0 < 40:
             bl.run_wrk(p.port, 2, threads, conns)
             st = p.beacon_status()
-            if st["events"].get("recycled", 0) >= 3:
+            if ex.event(st, "recycled") - ex.event(s0, "recycled") >= 3:
                 break
         churn.pause()
         warm = {"seconds": time.monotonic() - t0, "events": events_delta(s0, st),
@@ -1081,15 +1128,15 @@ def churn_throughput(ctx, site):
                 res["changes"] = (cb["joins"] - ca["joins"]) + (cb["leaves"] - ca["leaves"])
                 res["changes_per_s"] = res["changes"] / (cb["t"] - ca["t"])
                 res["skipped"] = cb["skipped"] - ca["skipped"]
-                res["growth_after"] = b["growth"]
-                res["active_after"] = sum(1 for m in b["members"] if m["state"] == "active")
+                res["growth_after"] = ex.growth(b)
+                res["active_after"] = ex.active_members(b)
                 runs[label].append(res)
     finally:
         churn.stop()
         hb.stop()
         sender.close()
-    waits = p.count_log(r"BCN00039: backend \S+ waits")
-    nslot = p.count_log(r"BCN00037: cannot add backend")
+    text = p.log_text("throughput-error.log")
+    waits, nslot = ex.log_count(text, ex.WAITS_RE), ex.log_count(text, ex.NO_SLOT_RE)
     ctx.check_log(p, "churn/throughput proxy")
     status_note(ctx, p, "churn/throughput proxy")
     bl.stop_quietly(p)
@@ -1099,14 +1146,13 @@ def churn_throughput(ctx, site):
     def col(label, key):
         return [x[key] for x in runs[label] if x[key] is not None]
     med = {k: bl.median(col(k, "rps")) for k in runs}
-    ev = {k: {e: sum(x["events"].get(e, 0) for x in runs[k])
-              for e in ("added", "recycled", "leaving", "reenabled", "evicted")} for k in runs}
+    ev = {k: {e: sum(x["events"][e] for x in runs[k]) for e in CHURN_EVENTS} for k in runs}
     lines = [f"   b) throughput: {members} members (one apache2, a port each, 100-byte file), "
              f"growth={growth}; wrk -t{threads} -c{conns} -d{secs}s,",
              f"      {rounds} round(s) each, alternating; churn: {rate} changes/s, a new url "
              "joining and the oldest member leaving (state=leaving) in turn;",
-             f"      warm-up: {warm.get('seconds', 0):.0f} s of churn until slots were recycled "
-             f"({warm.get('events', {}).get('recycled', 0)} recycled)",
+             f"      warm-up: {warm['seconds']:.0f} s of churn until slots were recycled "
+             f"({warm['events']['recycled']} recycled)",
              f"      {'':22}{'req/s median (range)':>24}{'p99 ms median (range)':>26}"
              f"{'non-2xx':>9}{'sock err':>9}{'changes/s':>10}"]
     for label, title in (("still", "no churn"), ("churn", f"{rate} changes/s")):
@@ -1297,8 +1343,8 @@ def churn_rolling(ctx):
              "      each: the new url announces -> it serves; then the old one says "
              "state=leaving and stops gracefully (SIGWINCH);",
              "      client: 2 threads, keep-alive GET /f in a loop, no retry",
-             f"      {replaced} replaced in {res['seconds']:.1f} s ({ev.get('added', 0)} joined, "
-             f"{ev.get('recycled', 0)} into recycled slots, {ev.get('leaving', 0)} left); "
+             f"      {replaced} replaced in {res['seconds']:.1f} s ({ev['added']} joined, "
+             f"{ev['recycled']} into recycled slots, {ev['leaving']} left); "
              f"{served + sum(client.errors.values())} requests, {failed} failed "
              f"(non-2xx {sum(non200.values())}{' ' + str(non200) if non200 else ''}, "
              f"connection errors {sum(client.errors.values())}"
@@ -1314,7 +1360,7 @@ def churn_rolling(ctx):
     ctx.goal("churn", f"rolling replacement of {n} members under load: 0 failed requests",
              failed == 0 and not res["failures"],
              f"{failed} failed of {served + sum(client.errors.values())}, "
-             f"{replaced} replaced ({ev.get('recycled', 0)} recycled slots)")
+             f"{replaced} replaced ({ev['recycled']} recycled slots)")
     return lines
 
 
@@ -1339,6 +1385,8 @@ def run_parts(ctx, section, parts):
             lines += fn(*args)
         except Skip as e:
             lines.append(f"   {label}: not run: {e}")
+        except Broken as e:
+            lines.append(ctx.broken(section, f"{label}: {e}"))
         except KeyboardInterrupt:
             raise
         except Exception as e:  # noqa: BLE001 - report, go on
@@ -1402,7 +1450,7 @@ class FanSinks:
     def reset(self):
         n = len(self.addrs)
         self.counts, self.last, self.leaving = [0] * n, [None] * n, [0] * n
-        self.first = None
+        self.first = self.leaving_seen = None
 
     def drops(self):
         return sum((bl.udp_socket(self.port, a) or {"drops": 0})["drops"]
@@ -1415,8 +1463,10 @@ class FanSinks:
                 data = s.recv(2048)
             except BlockingIOError:
                 return
-            if b" state=leaving " in data:
+            if ex.LEAVING in data:
                 self.leaving[i] += 1
+                if self.leaving_seen is None:
+                    self.leaving_seen = data
                 continue
             self.counts[i] += 1
             self.last[i] = data
@@ -1480,13 +1530,13 @@ def fan_run(ctx, beaconctl, hosts, secret, sinks, seconds):
             proc.wait(10)
         proc.stderr.close()
         sinks.stop()
-    first = bl.bw.fields(sinks.first)
-    last = max((bl.bw.fields(d) for d in sinks.last if d), key=lambda f: int(f["seq"]))
-    made = int(last["seq"]) + 1  # seq counts from 0
-    span = (int(last["ts"]) - int(first["ts"])) / 1e6
+    bl.record("fan-first.txt", sinks.first or b"")
+    bl.record("fan-leaving.txt", sinks.leaving_seen or b"")
+    bl.record("fan-last.txt", b"\n".join(d for d in sinks.last if d))
+    rate = ex.fan_rate(sinks.first, sinks.last)
+    made, ann_rate = rate["announcements"], rate["announcements_per_s"]
     reached = sum(1 for c in sinks.counts if c)
-    ann_rate = (int(last["seq"]) - int(first["seq"])) / span if span > 0 else None
-    return {"rc": rc, "stderr": err[:300], "announcements": made, "span_s": span,
+    return {"rc": rc, "stderr": err[:300], "announcements": made, "span_s": rate["span_s"],
             "announcements_per_s": ann_rate,
             "datagrams_per_s": ann_rate * reached if ann_rate else None,
             "addresses_reached": reached, "delivered": sum(sinks.counts),
@@ -1511,7 +1561,8 @@ def fanout_rate(ctx, hosts, secret):
     finally:
         sinks.close()
     ctx.raw.setdefault("fanout", {})["rate"] = runs
-    ann = [r["announcements_per_s"] for r in runs if r["announcements_per_s"]]
+    ann = ex.need([r["announcements_per_s"] for r in runs if r["announcements_per_s"]],
+                  "no run read back announcements with a ts span")
     dgr = [r["datagrams_per_s"] for r in runs if r["datagrams_per_s"]]
     lost = sum(r["expected"] - r["delivered"] for r in runs)
     bad = [r for r in runs if r["rc"] != 0 or r["addresses_reached"] != FAN_ADDRS
@@ -1643,6 +1694,26 @@ TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)"
 ORDER = ("request", "control", "convergence", "footprint", "library", "churn", "fanout")
 
 
+def run_section(ctx, key, fn):
+    """The table lines of section key, fn(ctx): what it reports, or why it
+    did not run (Skip), found no data (BROKEN) or failed (ERROR)."""
+    bl.RECORD["section"] = key
+    try:
+        return fn(ctx)
+    except Skip as e:
+        return [f"   not run: {e}"]
+    except Broken as e:
+        return [ctx.broken(key, str(e))]
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - report, go on
+        tb = traceback.format_exc().strip().splitlines()
+        first = (str(e).strip().splitlines() or [""])[0]
+        log("".join(traceback.format_exc()))
+        return [f"   ERROR: {type(e).__name__}: {first[:300]}",
+                f"   at {tb[-3].strip() if len(tb) > 2 else ''}"]
+
+
 def header(ctx, started, load_before, elapsed):
     m = bl.machine()
     apache = bl.tool_version(["/usr/sbin/apache2", "-v"], r"Apache/(\S+)")
@@ -1669,7 +1740,7 @@ def report(ctx, sections, started, load_before):
     out.append("")
     out.append("Goals")
     for sec, text, met, detail in ctx.goals:
-        mark = {True: "met   ", False: "MISSED", None: "n/a   "}[met]
+        mark = {True: "met   ", False: "MISSED", None: "n/a   ", BROKEN: "BROKEN"}[met]
         out.append(f"   {mark} {text}: {detail}")
     if not ctx.goals:
         out.append("   (none evaluated)")
@@ -1701,6 +1772,9 @@ def main():
     ap.add_argument("--build", default="build", help="the cmake/apxs build tree")
     ap.add_argument("--out", default=str(bl.BENCH / "results" / "latest.txt"))
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument("--record", metavar="DIR",
+                    help="also write the output each figure is extracted from (the last of "
+                         "each kind) into DIR/<section>/: tests/bench/fixtures are excerpts")
     args = ap.parse_args()
     only = [s for s in args.only.split(",") if s]
     bad = set(only) - set(SECTIONS)
@@ -1711,6 +1785,7 @@ def main():
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, on_signal)
     bl.set_subreaper()
+    bl.RECORD["dir"] = args.record
     ctx = Ctx(args)
     started, load_before = time.time(), bl.loadavg()
     if not Path(ctx.module).is_file() and set(only) - {"library"}:
@@ -1725,17 +1800,7 @@ def main():
             log(f"{key}: start")
             t = time.monotonic()
             try:
-                sections[key] = funcs[key](ctx)
-            except Skip as e:
-                sections[key] = [f"   not run: {e}"]
-            except KeyboardInterrupt:
-                raise
-            except Exception as e:  # noqa: BLE001 - report, go on
-                tb = traceback.format_exc().strip().splitlines()
-                first = (str(e).strip().splitlines() or [""])[0]
-                sections[key] = [f"   ERROR: {type(e).__name__}: {first[:300]}",
-                                 f"   at {tb[-3].strip() if len(tb) > 2 else ''}"]
-                log("".join(traceback.format_exc()))
+                sections[key] = run_section(ctx, key, funcs[key])
             finally:
                 ctx.stop_all()
             log(f"{key}: done in {time.monotonic() - t:.0f} s")

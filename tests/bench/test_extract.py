@@ -1,0 +1,304 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Each benchmark section's figure extraction (bench/extract.py) on the
+output it parses, recorded from a real run (fixtures/<section>/), and on
+output without the data, which must be BROKEN, never a made-up figure.
+
+A changed log line, ?json field or tool output fails here, in `make check`,
+instead of emptying a benchmark silently. The expected figures are the
+ones written in the fixture: each test reads them off the text it parses.
+"""
+
+import datetime
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import extract as ex
+from extract import Broken
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# ---- library: bench_datagram -------------------------------------------------------
+
+def test_library_rows(fixture_text):
+    ns = ex.library_figures(fixture_text("library", "bench_datagram.txt"))
+    assert ns == {"a": 437.2, "b": 139.7, "c": 43.3, "d": 484.5}
+
+
+def test_library_without_rows_is_broken(fixture_text):
+    head = fixture_text("library", "bench_datagram.txt").split("\n(a)")[0]
+    with pytest.raises(Broken, match=r"no row \(a\) \(b\) \(c\)"):
+        ex.library_figures(head)
+
+
+# ---- request (and footprint, churn): wrk --latency ----------------------------------
+
+def test_wrk_figures(fixture_text):
+    res = ex.wrk_figures(fixture_text("request", "wrk.txt"))
+    assert res["rps"] == 8477.11
+    assert (res["p50"], res["p75"], res["p90"], res["p99"]) == (3.16, 5.15, 7.72, 17.42)
+    assert res["requests"] == 16990
+    assert (res["non2xx"], res["socket_errors"]) == (0, 0)
+
+
+def test_wrk_counts_non2xx_and_socket_errors(fixture_text):
+    """wrk against a server answering 404, and one that closes every other
+    connection unanswered."""
+    res = ex.wrk_figures(fixture_text("request", "wrk-non2xx.txt"))
+    assert (res["requests"], res["non2xx"], res["socket_errors"]) == (1841, 1841, 0)
+    assert (res["p50"], res["p99"]) == (0.711, 7.47)
+    res = ex.wrk_figures(fixture_text("request", "wrk-socket-errors.txt"))
+    assert (res["requests"], res["non2xx"], res["socket_errors"]) == (7626, 0, 15252)
+    assert res["socket_error_kinds"] == {"connect": 0, "read": 15252, "write": 0,
+                                         "timeout": 0}
+    assert res["p99"] == pytest.approx(0.232)
+
+
+def test_wrk_latency_units():
+    assert ex.wrk_ms("456.00us") == pytest.approx(0.456)
+    assert ex.wrk_ms("1.50s") == 1500.0
+    assert ex.wrk_ms("2.00m") == 120000.0
+    assert ex.wrk_ms("-") is None
+
+
+def test_wrk_that_made_no_request_is_broken(fixture_text):
+    """wrk against a closed port prints one line, no figure."""
+    with pytest.raises(Broken, match="Requests/sec"):
+        ex.wrk_figures(fixture_text("request", "wrk-refused.txt"))
+    zero = re.sub(r"\d+ requests in", "0 requests in", fixture_text("request", "wrk.txt"))
+    with pytest.raises(Broken, match="no request"):
+        ex.wrk_figures(zero)
+
+
+def test_wrk_without_latency_distribution_is_broken(fixture_text):
+    text = fixture_text("request", "wrk.txt")
+    no_latency = re.sub(r"(?s)  Latency Distribution.*?(?=\s+\d+ requests)", "", text)
+    with pytest.raises(Broken, match="50% latency"):
+        ex.wrk_figures(no_latency)
+    with pytest.raises(Broken, match="Requests/sec"):
+        ex.wrk_figures(text.replace("Requests/sec", "Requests/s"))
+
+
+# ---- control: bench_flood, /proc, /beacon-status?json -------------------------------
+
+def test_flood_and_sink_lines(fixture_text):
+    f = ex.flood_figures(fixture_text("control", "flood.txt"))
+    assert (f["sent"], f["rate"], f["seconds"]) == (299648, 199705.0, 1.500453)
+    s = ex.sink_figures(fixture_text("control", "sink.txt"))
+    assert s["received"] == 299648
+    assert s["us_per_dgram"] == pytest.approx(1e6 * 0.546411 / 299648)
+
+
+def test_flood_without_its_line_is_broken():
+    with pytest.raises(Broken, match="no sent, rate, seconds"):
+        ex.flood_figures("")
+    with pytest.raises(Broken, match="sent nothing"):
+        ex.flood_figures("sent=0 send_errors=0 seconds=1.0 rate=0.0 cpu_seconds=0.0")
+    with pytest.raises(Broken, match="received nothing"):
+        ex.sink_figures("received=0 seconds=1.5 cpu_seconds=0.0")
+
+
+def test_proc_net_udp_row(fixture_text):
+    text = fixture_text("control", "proc-net-udp.txt")
+    row = text.splitlines()[1].split()
+    got = ex.udp_row(text, row[1])
+    assert got == {"inode": int(row[9]), "rx_queue": int(row[4].split(":")[1], 16),
+                   "drops": int(row[12])}
+    assert ex.udp_row(text, "0100007F:0000") is None  # nothing bound: a state
+    with pytest.raises(Broken, match="no header"):
+        ex.udp_row("\n".join(text.splitlines()[1:]), row[1])
+
+
+def test_proc_net_snmp(fixture_text):
+    c = ex.udp_snmp(fixture_text("control", "proc-net-snmp.txt"))
+    assert {"RcvbufErrors", "InErrors", "InDatagrams"} <= set(c)
+    with pytest.raises(Broken, match="no Udp"):
+        ex.udp_snmp("Ip: Forwarding\nIp: 1\n")
+
+
+def test_schedstat(fixture_text):
+    lines = fixture_text("control", "schedstat.txt").splitlines()
+    assert ex.schedstat_seconds(lines) == sum(int(l.split()[0]) for l in lines) / 1e9 > 0
+    assert ex.schedstat_seconds([]) is None
+
+
+def test_receiver_load():
+    r = ex.receiver_load(300000, 1.5, 0.6)
+    assert r["kept_rate"] == 200000 and r["cpu_share"] == pytest.approx(0.4)
+    assert r["us_per_dgram"] == pytest.approx(2.0)
+    with pytest.raises(Broken, match="CPU time did not grow"):
+        ex.receiver_load(300000, 1.5, 0.0)
+
+
+def control_statuses(fixture_text):
+    before = ex.receiver_status(fixture_text("control", "first-status.json"))
+    after = ex.receiver_status(fixture_text("control", "status.json"))
+    return before, after
+
+
+def test_v_accepted_comes_from_the_receivers_counter(fixture_text):
+    """V, the one member, and the counter of accepted announcements: the
+    difference between two statuses, and V's last ts kept."""
+    before, after = control_statuses(fixture_text)
+    (v,) = after["members"]
+    got = ex.v_accepted(before, after, v["url"], v["last_ts"])
+    assert got == {"accepted": after["events"]["accepted"] - before["events"]["accepted"],
+                   "last_kept": True}
+    assert got["accepted"] > 0
+    assert not ex.v_accepted(before, after, v["url"], v["last_ts"] + 1)["last_kept"]
+
+
+def test_v_accepted_without_the_counter_or_member_is_broken(fixture_text):
+    before, after = control_statuses(fixture_text)
+    (v,) = after["members"]
+    no_counter = json.loads(json.dumps(after))
+    del no_counter["events"]["accepted"]
+    with pytest.raises(Broken, match="no events.accepted"):
+        ex.v_accepted(before, no_counter, v["url"], v["last_ts"])
+    with pytest.raises(Broken, match="no member http://127.0.0.1:9"):
+        ex.v_accepted(before, after, "http://127.0.0.1:9", v["last_ts"])
+
+
+def test_status_without_its_fields_is_broken(fixture_text):
+    doc = json.loads(fixture_text("control", "status.json"))
+    del doc["receivers"][0]["events"]
+    with pytest.raises(Broken, match="receiver has no events"):
+        ex.receiver_status(json.dumps(doc))
+    with pytest.raises(Broken, match="no receivers"):
+        ex.receiver_status('{"receivers": [], "senders": []}')
+    with pytest.raises(Broken, match="not JSON"):
+        ex.receiver_status("<html>")
+
+
+def test_forged_flood_counted_as_mac_mismatch(fixture_text):
+    """The forged datagrams the flood sent are the receiver's
+    dropped.mac_mismatch: the field the forged rows are read against."""
+    before, after = control_statuses(fixture_text)
+    assert after["dropped"]["mac_mismatch"] > before["dropped"]["mac_mismatch"]
+
+
+# ---- convergence: the error log ---------------------------------------------------
+
+def test_added_and_evicted_lines(fixture_text):
+    text = fixture_text("convergence", "convergence-error.log")
+    added = ex.log_times(text, ex.ADDED_RE)
+    evicted = re.findall(ex.EVICTED_RE, text)
+    assert len(added) == 5 and set(evicted) == set(added)
+    assert added["http://127.0.0.1:48535"] == datetime.datetime(
+        2026, 12, 1, 21, 41, 42, 498665).timestamp()
+    sent = {u: t - 0.001 for u, t in added.items()}
+    assert ex.delays(added, sent, "BCN00030 added") == pytest.approx([0.001] * 5, abs=1e-6)
+    assert ex.logged(text, ex.EVICTED_RE, "BCN00035 evicted", 5) == 5
+
+
+def test_convergence_without_its_lines_is_broken(fixture_text):
+    text = fixture_text("convergence", "convergence-error.log")
+    other = {"http://127.0.0.1:9": 0.0}
+    with pytest.raises(Broken, match="no BCN00030 added line .* 1 urls"):
+        ex.delays(ex.log_times(text, ex.ADDED_RE), other, "BCN00030 added")
+    quiet = "\n".join(l for l in text.splitlines() if "BCN00035" not in l)
+    with pytest.raises(Broken, match="no BCN00035 evicted line .* 5 happened"):
+        ex.logged(quiet, ex.EVICTED_RE, "BCN00035 evicted", 5)
+    assert ex.logged(quiet, ex.EVICTED_RE, "BCN00035 evicted", 0) == 0
+    bad_stamp = re.sub(r"^\[\w{3} ", "[Xyz ", text, flags=re.M)
+    with pytest.raises(Broken, match="time stamp"):
+        ex.log_times(bad_stamp, ex.ADDED_RE)
+
+
+# ---- footprint: smaps_rollup --------------------------------------------------------
+
+def test_smaps_rollup(fixture_text):
+    assert ex.smaps_memory(fixture_text("footprint", "smaps_rollup.txt")) == {
+        "Rss": 10188, "Pss": 5770}
+    with pytest.raises(Broken, match="no Rss"):
+        ex.smaps_memory("Pss: 1 kB\n")
+
+
+# ---- churn: ?json growth and events, BCN00038 ---------------------------------------
+
+def test_churn_status(fixture_text):
+    a = ex.receiver_status(fixture_text("churn", "first-status.json"))
+    b = ex.receiver_status(fixture_text("churn", "status.json"))
+    assert set(ex.growth(b)) >= {"used", "free", "recyclable"}
+    assert ex.active_members(b) == sum(1 for m in b["members"] if m["state"] == "active")
+    names = ("added", "recycled", "leaving", "reenabled", "evicted")
+    delta = ex.events_delta(a, b, names)
+    assert delta == {k: b["events"][k] - a["events"][k] for k in names}
+    assert delta["added"] > 0
+
+
+def test_churn_status_without_growth_is_broken(fixture_text):
+    doc = json.loads(fixture_text("churn", "status.json"))
+    doc["receivers"][0]["growth"] = None
+    with pytest.raises(Broken, match="growth null"):
+        ex.growth(ex.receiver_status(json.dumps(doc)))
+
+
+def test_recycled_lines(fixture_text):
+    text = fixture_text("churn", "join-recycled-error.log")
+    pairs = ex.RECYCLED_RE.findall(text)
+    times = ex.log_times(text, ex.RECYCLED_TIME_RE)
+    assert pairs and set(times) == {new for _, new in pairs}
+
+
+# ---- fan-out: announcements read back ------------------------------------------------
+
+def test_fan_rate(fixture_text):
+    first = fixture_text("fanout", "fan-first.txt").encode()
+    lasts = fixture_text("fanout", "fan-last.txt").encode().splitlines()
+    f0 = ex.datagram_fields(first)
+    top = max((ex.datagram_fields(d) for d in lasts), key=lambda f: int(f["seq"]))
+    r = ex.fan_rate(first, lasts + [None])
+    span = (int(top["ts"]) - int(f0["ts"])) / 1e6
+    assert r == {"announcements": int(top["seq"]) + 1, "span_s": span,
+                 "announcements_per_s": (int(top["seq"]) - int(f0["seq"])) / span}
+    assert ex.LEAVING in fixture_text("fanout", "fan-leaving.txt").encode()
+    assert ex.LEAVING not in first
+
+
+def test_fan_rate_without_announcements_is_broken(fixture_text):
+    first = fixture_text("fanout", "fan-first.txt").encode()
+    with pytest.raises(Broken, match="no announcement read back"):
+        ex.fan_rate(None, [])
+    with pytest.raises(Broken, match="at any address"):
+        ex.fan_rate(first, [None, None])
+    with pytest.raises(Broken, match="no seq="):
+        ex.fan_rate(re.sub(rb" seq=\d+", b"", first), [first])
+
+
+# ---- log lines no quick run writes: their regexes against the C source -------------
+
+def source_message(tag):
+    """The format of the log line BCNLOGNO(tag) in src/: its string
+    literals joined, a format macro (APR_TIME_T_FMT...) read as d."""
+    for path in sorted((REPO / "src").glob("*.c")):
+        text = path.read_text()
+        m = re.search(r"BCNLOGNO\(%s\)\s*((?:\"(?:[^\"\\]|\\.)*\"\s*|[A-Z_0-9]+\s*)+)"
+                      % tag, text)
+        if m:
+            parts = re.findall(r"\"((?:[^\"\\]|\\.)*)\"|([A-Z_0-9]+)", m.group(1))
+            return "".join(lit if lit else "d" for lit, _macro in parts)
+    raise AssertionError(f"BCN{tag} is in no file of src/")
+
+
+def rendered(tag, *args):
+    """BCN<tag>'s line with args for its %s and 7 for its numbers."""
+    fmt = source_message(tag)
+    it = iter(args)
+    text = re.sub(r"%(s|d|u|ld|lu)", lambda m: next(it) if m.group(1) == "s" else "7", fmt)
+    return f"BCN{tag}: " + text
+
+
+@pytest.mark.parametrize("regex, tag, args, groups", [
+    (ex.WAITS_RE, "00039", ("http://127.0.0.1:1", "cluster", ""), ()),
+    (ex.NO_SLOT_RE, "00037", ("http://127.0.0.1:1", "cluster", ""), ()),
+    (ex.RECYCLED_RE.pattern, "00038", ("http://a:1", "http://b:2", "cluster"),
+     ("http://a:1", "http://b:2")),
+])
+def test_rare_log_lines_match_the_source(regex, tag, args, groups):
+    m = re.search(regex, rendered(tag, *args))
+    assert m, (regex, rendered(tag, *args))
+    assert m.groups() == groups

@@ -1,0 +1,89 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""BROKEN and MISSED in run_bench.py's table: a section whose extraction
+finds no data says BROKEN with the reason; a real figure that misses its
+goal says MISSED. Nothing is started: the sections here are stand-ins fed
+recorded output (fixtures/)."""
+
+import argparse
+import json
+import shutil
+import time
+
+import pytest
+
+import extract as ex
+import run_bench as rb
+
+
+@pytest.fixture
+def ctx():
+    c = rb.Ctx(argparse.Namespace(quick=True, build="build"))
+    yield c
+    shutil.rmtree(c.dir, ignore_errors=True)
+
+
+def table(ctx, sections):
+    return rb.report(ctx, sections, time.time(), ["0.00"] * 3)
+
+
+def goals_block(text):
+    return text.split("\nGoals\n", 1)[1].split("\n\n", 1)[0]
+
+
+def forged_run(v_sent, v_accepted, last_kept=True):
+    return {"target_rate": 200_000, "send_rate": 199_990.0, "drops": 0, "cpu_share": 0.4,
+            "v_sent": v_sent, "v_accepted": v_accepted, "v_last_kept": last_kept}
+
+
+def test_section_without_data_is_broken(ctx, fixture_text):
+    """The control section's count of V's announcements, given a ?json
+    body without the counter: BROKEN, with the reason, not a V lost N."""
+    body = json.loads(fixture_text("control", "status.json"))
+    del body["receivers"][0]["events"]["accepted"]
+    before = ex.receiver_status(fixture_text("control", "first-status.json"))
+
+    def section(ctx):
+        after = ex.receiver_status(json.dumps(body))
+        ex.v_accepted(before, after, after["members"][0]["url"], 0)
+        return ["   unreachable"]
+    lines = rb.run_section(ctx, "control", section)
+    assert lines == ["   BROKEN: /beacon-status?json has no events.accepted"]
+    goals = goals_block(table(ctx, {"control": lines}))
+    assert "BROKEN control: a measurement found no data: /beacon-status?json has no " \
+           "events.accepted" in goals
+    assert "MISSED" not in goals and "met" not in goals
+
+
+def test_v_lost_is_missed_and_v_silent_is_broken(ctx):
+    rb.control_goal(ctx, [forged_run(3, 3)], v_ok=True)
+    rb.control_goal(ctx, [forged_run(3, 2)], v_ok=True)
+    rb.control_goal(ctx, [forged_run(0, 0)], v_ok=True)
+    rb.control_goal(ctx, [], v_ok=True)
+    goals = goals_block(table(ctx, {})).splitlines()
+    assert goals[0].startswith("   met    ") and "V lost 0 (accepted 3 of 3)" in goals[0]
+    assert goals[1].startswith("   MISSED ") and "V lost 1 (accepted 2 of 3)" in goals[1]
+    assert goals[2].startswith("   BROKEN ") and "V sent no announcement" in goals[2]
+    assert goals[3].startswith("   BROKEN ") and "no forged run at 200,000/s" in goals[3]
+
+
+def test_joins_not_seen_are_missed_haproxy_serving_none_is_broken(ctx):
+    res = {"join": [], "haproxy_join": [], "evict": [],
+           "failures": ["haproxy join of s1 not seen: "]}
+    rb.convergence_goals(ctx, res, 5, haproxy=True)
+    marks = [(g[2], g[3]) for g in ctx.goals]
+    assert marks == [(rb.BROKEN, "HAProxy served none of its 5 joins: haproxy join of s1 "
+                      "not seen: "),
+                     (False, "none of 5 seen"), (False, "none of 5 seen")]
+
+
+def test_a_part_without_data_is_broken_and_the_others_run(ctx):
+    def empty(ctx):
+        return ["   a) " + str(ex.library_figures("machine: x\n"))]
+
+    def fine(ctx):
+        return ["   b) figures"]
+    lines = rb.run_parts(ctx, "churn", (("a) join", empty, (ctx,)),
+                                        ("b) throughput", fine, (ctx,))))
+    assert lines == ["   BROKEN: a) join: bench_datagram printed no row (a) (b) (c)",
+                     "   b) figures"]
+    assert [g[2] for g in ctx.goals] == [rb.BROKEN]
