@@ -129,9 +129,10 @@ const char *beacon_key_read_file(apr_pool_t *p, const char *path,
  *                      (SSLPassPhraseDialog, AuthLDAPBindPassword)
  *   anything else      the secret itself (hex: or a passphrase)
  * The prefixes in any case. A value that starts with another WORD: and a
- * slash ("env:/...", "pass:/...", a misspelt "fiel:/...") is refused: it
- * looks like a source, and taken as a passphrase it would fail only at
- * runtime, as a mac mismatch on every announcement.
+ * slash ("pass:/...", a misspelt "fiel:/...") is refused: it looks like a
+ * source, and taken as a passphrase it would fail only at runtime, as a
+ * mac mismatch on every announcement. So is env: in any case, with or
+ * without a slash, with the hint to httpd's ${NAME} and BEACON_SECRET.
  */
 typedef enum {
     BEACON_SECRET_INLINE,

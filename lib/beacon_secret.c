@@ -3,7 +3,8 @@
 /*
  * Where a secret comes from: the secret itself, file:PATH or exec:PATH,
  * the same for ProxyBeaconSecret and beaconctl, so that a value one of
- * them takes means the same key to the other. The file and the program's
+ * them takes means the same key to the other (env:NAME is refused, with
+ * the hint to what does that). The file and the program's
  * output follow one rule, the secret-file rule (beacon_key_parse_file).
  */
 
@@ -52,6 +53,12 @@ const char *beacon_secret_source(const char *value,
         *source = BEACON_SECRET_EXEC;
         *rest = value + 5;
         return NULL;
+    }
+    if (has_prefix(value, "env:")) {
+        /* a source httpd and a shell already have, each its own way */
+        return "env: is no source: use httpd's own ${NAME} in "
+               "ProxyBeaconSecret (a Define or httpd's environment) and, "
+               "for beaconctl, the secret itself in BEACON_SECRET";
     }
     if (looks_like_a_source(value)) {
         return "only file:/path and exec:/path [args] say where a secret "

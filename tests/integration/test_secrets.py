@@ -249,7 +249,7 @@ def test_the_file_prefix_is_matched_in_any_case(httpd_factory, backend_factory, 
 
 
 @pytest.mark.parametrize("value", [
-    "env:/BEACON_SECRET", "pass:/beacon/cluster", "fiel:/etc/beacon.secret",
+    "pass:/beacon/cluster", "fiel:/etc/beacon.secret",
     "https://vault.example/secret",
 ])
 def test_a_source_beacon_does_not_know_is_refused_not_taken_as_a_passphrase(
@@ -259,3 +259,23 @@ def test_a_source_beacon_does_not_know_is_refused_not_taken_as_a_passphrase(
     assert rc != 0
     assert "ProxyBeaconSecret: only file:/path and exec:/path [args]" in out, out
     assert value not in out.replace(f"ProxyBeaconSecret {value}", "")
+
+
+@pytest.mark.parametrize("value", ["env:BEACON_KEY", "ENV:/BEACON_KEY", "Env:"])
+def test_env_is_refused_with_the_hint_to_use_httpds_own_variables(httpd_factory, value):
+    """env:NAME was taken as a passphrase, the text "env:NAME" itself."""
+    h = httpd_factory(tail_config=receiver_config(5555, secret=value))
+    rc, out = h.check_config()
+    lines = [line for line in out.splitlines() if "ProxyBeaconSecret" in line]
+    assert rc != 0 and len(lines) == 1, out
+    assert "ProxyBeaconSecret: env: is no source: use httpd's own ${NAME}" in lines[0], out
+
+
+def test_httpds_own_variable_is_the_way_to_take_a_secret_from_the_environment(
+        httpd_factory, backend_factory):
+    """What the env: refusal points to works: ${NAME}, from httpd's
+    environment or a Define."""
+    h, udp = proxy(httpd_factory, "${BEACON_KEY}", extra=f"Define BEACON_KEY {NEW}\n")
+    b = backend_factory("b")
+    Announcer(udp, secret=NEW).announce(b.url)
+    wait_member(h, b.url)
