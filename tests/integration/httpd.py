@@ -360,12 +360,13 @@ class Httpd:
         self.conf_path.write_text(self.config_text())
         return self.conf_path
 
-    def check_config(self):
-        """(returncode, output) of `apache2 -t`: config errors, no server."""
+    def check_config(self, timeout=30, pass_fds=()):
+        """(returncode, output) of `apache2 -t`: config errors, no server.
+        pass_fds: fds of ours apache2 inherits (subprocess closes others)."""
         self.write_config()
         r = subprocess.run([APACHE2, "-t", "-f", str(self.conf_path)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=30)
+                           text=True, timeout=timeout, pass_fds=pass_fds)
         with open(self.dir / "logs" / "check.out", "a") as f:
             f.write(r.stdout)  # for output_files()
         return r.returncode, r.stdout

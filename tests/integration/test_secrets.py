@@ -2,14 +2,17 @@
 """Secrets: read from a root-only file, rotated without downtime, and never
 shown in a log line or a status page."""
 
+import os
 import re
+import signal
 import subprocess
+import time
 
 import pytest
 
 import beacon_wire as bw
 from beacon_env import Announcer, receiver_config, start_receiver, wait_member
-from httpd import free_port
+from httpd import free_port, pid_gone, wait_for
 from beacon_env import sender_httpd
 from test_sender import BEACONCTL
 from test_status import STATUS_PAGE
@@ -231,6 +234,40 @@ def test_a_failing_exec_program_fails_apache2_t(httpd_factory, workdir, body, me
     rc, out = h.check_config()
     assert rc != 0
     assert re.search(r"ProxyBeaconSecret: exec: .*" + re.escape(message), out), out
+
+
+def test_exec_kills_the_programs_background_children_with_it(httpd_factory, workdir):
+    """A helper that starts a background child holding its output and
+    httpd's stderr: apache2 -t returns at the 10 s limit, not when the child
+    ends (60 s), and the child is dead; the whole group is killed."""
+    pidfile = workdir / "child.pid"
+    prog = script(workdir, "get-secret", f"sleep 60 & echo $! > {pidfile}; wait")
+    h = httpd_factory(tail_config=receiver_config(5555, secret=f"exec:{prog}"))
+    started = time.monotonic()
+    try:
+        rc, out = h.check_config(timeout=20)
+    finally:
+        took = time.monotonic() - started
+        pid = int(pidfile.read_text())
+        try:
+            wait_for(lambda: pid_gone(pid), 5, f"the helper's child {pid} to die")
+        except AssertionError:
+            os.kill(pid, signal.SIGKILL)  # ours: the test's helper started it
+            raise
+    assert rc != 0 and "did not finish within 10.0 s" in out, out
+    assert took < 12, took
+
+
+def test_exec_gives_the_program_no_fd_beyond_0_to_2(httpd_factory, workdir):
+    """An fd apache2 got without close-on-exec (from whatever started it)
+    does not reach the helper."""
+    prog = script(workdir, "get-secret",
+                  f'[ -e /proc/$$/fd/"$1" ] && exit 57; echo {NEW}')
+    with open(os.devnull) as f:
+        fd = f.fileno()
+        h = httpd_factory(tail_config=receiver_config(5555, secret=f'"exec:{prog} {fd}"'))
+        rc, out = h.check_config(pass_fds=(fd,))
+    assert rc == 0, out
 
 
 @pytest.mark.parametrize("value,message", [

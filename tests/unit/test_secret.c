@@ -6,6 +6,11 @@
  */
 #include "test_common.h"
 
+#include <fcntl.h>
+#include <signal.h>
+
+#include <apr_strings.h>
+
 #define HEX_SECRET "hex:00112233445566778899aabbccddeeff"
 #define SHORT_LIMIT apr_time_from_msec(300)
 #define NOT_A_SOURCE "only file:/path and exec:/path"
@@ -152,6 +157,88 @@ static void a_program_past_the_limit_is_killed(void **state)
                    SHORT_LIMIT, "did not finish");
 }
 
+/* Whether pid has exited (gone, or a zombie no one reaped yet). */
+static int process_gone(long pid)
+{
+    char path[64], stat[512];
+    const char *after_name;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if ((f = fopen(path, "r")) == NULL) {
+        return 1;
+    }
+    n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    after_name = strrchr(stat, ')'); /* "pid (comm) state ..." */
+    return after_name == NULL || after_name[2] == 'Z';
+}
+
+/* Polls, for at most 5 s, until the pid the program wrote to path exits. */
+static void assert_background_child_dies(const char *path)
+{
+    apr_time_t until = apr_time_now() + apr_time_from_sec(5);
+    long pid = 0;
+    FILE *f = fopen(path, "r");
+
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%ld", &pid), 1);
+    fclose(f);
+    remove(path);
+    assert_true(pid > 1);
+    while (!process_gone(pid) && apr_time_now() < until) {
+        apr_sleep(apr_time_from_msec(10));
+    }
+    if (!process_gone(pid)) {
+        kill((pid_t)pid, SIGKILL); /* ours: the test started it */
+        fail_msg("the program's background child %ld outlived it", pid);
+    }
+}
+
+/* A program's background children die with it: one that holds the
+ * output open past the limit, and one left behind by a program that
+ * succeeded, which would hold the caller's stderr (apache2 -t's). */
+static void the_programs_background_children_die_with_it(void **state)
+{
+    char pidfile[] = "/tmp/beacon-test-exec-XXXXXX";
+    apr_time_t started = apr_time_now();
+    beacon_key_t key, want = key_of(HEX_SECRET);
+    int fd = mkstemp(pidfile);
+
+    (void)state;
+    assert_true(fd >= 0);
+    close(fd);
+    assert_refused(apr_psprintf(TEST_POOL, "/bin/sh -c 'sleep 60 & echo $! > "
+                                "%s; wait'", pidfile),
+                   SHORT_LIMIT, "did not finish within 0.3 s");
+    assert_true(apr_time_now() - started < apr_time_from_sec(5));
+    assert_background_child_dies(pidfile);
+
+    assert_null(run(apr_psprintf(TEST_POOL, "/bin/sh -c 'sleep 60 >/dev/null & "
+                                 "echo $! > %s; echo " HEX_SECRET "'", pidfile),
+                    BEACON_SECRET_EXEC_LIMIT, &key));
+    assert_memory_equal(key.bytes, want.bytes, BEACON_KEY_LEN);
+    assert_background_child_dies(pidfile);
+}
+
+/* The program gets fds 0 to 2 only (1 is the pipe): not an fd the caller
+ * left open without close-on-exec (httpd's, beaconctl's). */
+static void only_fds_0_to_2_reach_the_program(void **state)
+{
+    beacon_key_t key;
+    int fd = open("/dev/null", O_RDONLY);
+
+    (void)state;
+    assert_true(fd >= 0);
+    assert_int_equal(dup2(fd, 57), 57); /* dup2 clears close-on-exec */
+    close(fd);
+    assert_null(run("/bin/sh -c '[ -e /proc/self/fd/57 ] && exit 57; "
+                    "echo " HEX_SECRET "'", BEACON_SECRET_EXEC_LIMIT, &key));
+    close(57);
+}
+
 static void exec_needs_an_absolute_path(void **state)
 {
     (void)state;
@@ -169,6 +256,8 @@ int main(void)
         cmocka_unit_test(empty_or_unusable_output_is_an_error),
         cmocka_unit_test(a_program_past_the_limit_is_killed),
         cmocka_unit_test(exec_needs_an_absolute_path),
+        cmocka_unit_test(the_programs_background_children_die_with_it),
+        cmocka_unit_test(only_fds_0_to_2_reach_the_program),
     };
 
     return cmocka_run_group_tests_name("secret", tests, test_pool_setup,
