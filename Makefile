@@ -231,8 +231,12 @@ lint: deps
 # renamed or removed in ours leaves no stale link. WERROR=OFF: warnings are
 # the normal build's business. The tests get tools/asan-apache2 as APACHE2:
 # the runtimes are preloaded into httpd only. Reports are files in
-# $(SAN_REPORTS) (asan.<pid>, ubsan.<pid>); any file there fails the target,
-# after the tests, whether they passed or not. The recycling and soak tests
+# $(SAN_REPORTS) (asan.<pid>, ubsan.<pid>), and errorlog.<test>.<pid>: the
+# sanitizer lines (runtime error:, AddressSanitizer, LeakSanitizer,
+# UndefinedBehaviorSanitizer) that reached an instance's error log or its
+# apache2 -t/-k start output instead, copied there by the tests' conftest
+# before the logs go with the test's directory. Any file there fails the
+# target, after the tests, whether they passed or not. The recycling and soak tests
 # run shorter there (20 renames, 60 s). PYTEST_ARGS narrows the run,
 # e.g. PYTEST_ARGS="-k receiver". `make clean` removes it all with build-asan/.
 ASAN_MOD    = $(ASAN_BUILD)/mod
@@ -265,5 +269,5 @@ check-asan-module: deps
 		echo "check-asan-module: sanitizer reports in $(SAN_REPORTS)" >&2; \
 		exit 1; \
 	fi; \
-	[ $$rc -eq 0 ] && echo "check-asan-module: no ASan or UBSan report"; \
+	[ $$rc -eq 0 ] && echo "check-asan-module: no ASan or UBSan report, in files or logs"; \
 	exit $$rc

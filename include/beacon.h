@@ -129,9 +129,10 @@ const char *beacon_key_read_file(apr_pool_t *p, const char *path,
  *                      (SSLPassPhraseDialog, AuthLDAPBindPassword)
  *   anything else      the secret itself (hex: or a passphrase)
  * The prefixes in any case. A value that starts with another WORD: and a
- * slash ("env:/...", "pass:/...", a misspelt "fiel:/...") is refused: it
- * looks like a source, and taken as a passphrase it would fail only at
- * runtime, as a mac mismatch on every announcement.
+ * slash ("pass:/...", a misspelt "fiel:/...") is refused: it looks like a
+ * source, and taken as a passphrase it would fail only at runtime, as a
+ * mac mismatch on every announcement. So is env: in any case, with or
+ * without a slash, with the hint to httpd's ${NAME} and BEACON_SECRET.
  */
 typedef enum {
     BEACON_SECRET_INLINE,
@@ -150,7 +151,11 @@ const char *beacon_secret_source(const char *value,
 /*
  * Runs command ("PATH [ARGS]", split as a shell would split words, no
  * shell run) and applies the secret-file rule to what it prints. Its
- * standard error is the caller's; its output never outlives the call.
+ * standard error is the caller's; its output never outlives the call. It
+ * gets fds 0 to 2 only and leads a process group of its own, which is
+ * killed whole at limit, and what is left of it once the program exits:
+ * a background child must not keep the output or the caller's stderr
+ * (something that must run on detaches with setsid).
  * A program that fails, prints nothing or runs past limit (then killed)
  * is an error. Returns NULL, or a message from p that never holds the
  * output.

@@ -42,11 +42,14 @@ static void report_second_copy(beacon_receiver *r, const beacon_event_t *ev,
 
     if (beacon_rate_allows(&r->second_copy_log, now, BEACON_LOG_EVERY,
                            &suppressed)) {
+        /* BCN00020's words first: operators grep for "replayed/reordered
+         * ts" (the seed's troubleshooting table), then why it is harmless */
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, r->s, BCNLOGNO(00113)
-                     "%s: dropped a second copy of an announcement from %s: "
-                     "%s, the same ts again (a sender that reaches this "
-                     "proxy at two addresses)%s", r->label,
-                     beacon_peer_label(p, peer, peer_len), ev->url,
+                     "%s: dropped datagram from %s: %s %s: a second copy of "
+                     "the announcement last accepted, the same ts again (a "
+                     "sender that reaches this proxy at two addresses)%s",
+                     r->label, beacon_peer_label(p, peer, peer_len),
+                     beacon_drop_name(BEACON_DROP_REPLAYED_TS), ev->url,
                      beacon_held_back(p, suppressed));
     }
 }

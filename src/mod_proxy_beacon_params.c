@@ -50,13 +50,43 @@ static int on_off(const char *v)
     return !strcasecmp(v, "on") ? 1 : !strcasecmp(v, "off") ? 0 : -1;
 }
 
-/* An interval in httpd's syntax (unit as given), at least a millisecond. */
+/*
+ * The upper bound of connectiontimeout, acquire and ping. httpd sets none
+ * (ap_timeout_parameter_parse takes any 64-bit count and multiplies it by
+ * its unit unchecked), but a connect, a wait for a pooled connection or a
+ * ping that may last over an hour is a typo, not a setting. The bound also
+ * keeps the recycle gate's sums (mod_proxy_beacon_recycle.c: connect +
+ * acquire + a second, then twice the timeout, added to a wall-clock time)
+ * far from overflowing.
+ */
+#define INTERVAL_MAX apr_time_from_sec(3600)
+#define INTERVAL_RULE "an interval from 1ms to 1h"
+/* The most units an interval within the bound can count: milliseconds. */
+#define INTERVAL_MAX_COUNT APR_INT64_C(3600000)
+
+/* An interval in httpd's syntax (unit as given), from a millisecond to
+ * INTERVAL_MAX. The count is checked before httpd multiplies it by its
+ * unit, where a huge one would wrap, to any value, even a small one. */
 static int interval(const char *v, const char *unit, apr_interval_time_t *out)
 {
+    apr_int64_t count;
+    char *end;
+
+    if (!apr_isdigit(*v)) {
+        return 0;
+    }
+    errno = 0;
+    count = apr_strtoi64(v, &end, 10);
+    if (errno == ERANGE || count > INTERVAL_MAX_COUNT) {
+        return 0;
+    }
     return ap_timeout_parameter_parse(v, out, unit) == APR_SUCCESS &&
-           *out >= 1000;
+           *out >= 1000 && *out <= INTERVAL_MAX;
 }
 
+/* timeout, retry and ttl: httpd takes any int; a day is far more than a
+ * backend reply, a retry or an idle connection needs, and twice it plus
+ * INTERVAL_MAX's sums stays far from overflowing (see INTERVAL_MAX). */
 #define A_DAY_S APR_INT64_C(86400)
 
 /* A whole number of seconds from min to a day. */
@@ -76,7 +106,7 @@ static const char *seconds(const char *v, apr_int64_t min,
 static const char *set_connectiontimeout(proxy_worker_shared *w, const char *v)
 {
     if (!interval(v, "s", &w->conn_timeout)) {
-        return "must be an interval of at least 1ms (3, 3s, 500ms)";
+        return "must be " INTERVAL_RULE " (3, 3s, 500ms, 2mi)";
     }
     w->conn_timeout_set = 1;
     return NULL;
@@ -132,8 +162,8 @@ static const char *set_smax(proxy_worker_shared *w, const char *v)
 static const char *set_acquire(proxy_worker_shared *w, const char *v)
 {
     if (!interval(v, "ms", &w->acquire)) {
-        return "must be an interval of at least 1ms (milliseconds unless "
-               "a unit is given)";
+        return "must be " INTERVAL_RULE " (milliseconds unless a unit "
+               "is given: 500, 2s)";
     }
     w->acquire_set = 1;
     return NULL;
@@ -142,7 +172,7 @@ static const char *set_acquire(proxy_worker_shared *w, const char *v)
 static const char *set_ping(proxy_worker_shared *w, const char *v)
 {
     if (!interval(v, "s", &w->ping_timeout)) {
-        return "must be an interval of at least 1ms (1, 1s, 500ms)";
+        return "must be " INTERVAL_RULE " (1, 1s, 500ms)";
     }
     w->ping_timeout_set = 1;
     return NULL;

@@ -41,7 +41,12 @@ static apr_interval_time_t worker_timeout(const proxy_worker_shared *shm)
 }
 
 /* G1's span: longer than a request elected before the slot left rotation
- * may still be connecting, and than a child may cache its address. */
+ * may still be connecting, and than a child may cache its address. No sum
+ * here or in slot_gate can overflow: ProxyBeaconMemberParams bounds
+ * connectiontimeout and acquire to an hour and timeout to a day
+ * (mod_proxy_beacon_params.c), address_ttl is beacon's own 5 s, so
+ * out_since + this span + twice the timeout is a wall-clock time at most
+ * about 2 days and 2 hours ahead. */
 static apr_interval_time_t quiet_span(const proxy_worker_shared *shm)
 {
     apr_interval_time_t connecting =

@@ -66,7 +66,7 @@ static const char *persisted_flaw(apr_pool_t *p, const char *path)
     apr_size_t whole = data + APR_MD5_DIGESTSIZE +
                        APR_ALIGN_DEFAULT(sizeof(persisted_desc));
     unsigned char digest[APR_MD5_DIGESTSIZE];
-    const persisted_desc *desc;
+    persisted_desc desc;
     apr_finfo_t finfo;
     apr_file_t *f;
     char *buf;
@@ -91,8 +91,9 @@ static const char *persisted_flaw(apr_pool_t *p, const char *path)
     if (memcmp(digest, buf + data, sizeof(digest)) != 0) {
         return "its digest does not match its contents";
     }
-    desc = (const persisted_desc *)(buf + data + APR_MD5_DIGESTSIZE);
-    if (desc->size != sizeof(beacon_entry) || desc->num != SLOTS) {
+    /* copied out: it follows a byte per slot, at any alignment */
+    memcpy(&desc, buf + data + APR_MD5_DIGESTSIZE, sizeof(desc));
+    if (desc.size != sizeof(beacon_entry) || desc.num != SLOTS) {
         return "it describes another layout";
     }
     return NULL;

@@ -848,13 +848,21 @@ class SecretSourceTest(CliTestCase):
         self.assertNotIn("leaky", r.stderr)
 
     def test_a_source_beaconctl_does_not_know_is_refused(self):
-        for value in ("env:/SECRET", "fiel:/etc/beacon.secret",
+        for value in ("fiel:/etc/beacon.secret",
                       "https://vault.example/secret"):
             with self.subTest(value=value):
                 r = run(["sign", "--ts", "1"], secret=value)
                 self.assert_one_line_error(r, must_contain=(
                     "BEACON_SECRET: only file:/path and exec:/path [args]",))
                 self.assertNotIn(value, r.stderr)
+
+    def test_env_is_refused_with_the_hint_to_give_the_secret_itself(self):
+        for value in ("env:SECRET", "ENV:/SECRET"):
+            with self.subTest(value=value):
+                r = run(["sign", "--ts", "1"], secret=value)
+                self.assert_one_line_error(r, must_contain=(
+                    "BEACON_SECRET: env: is no source",
+                    "for beaconctl, the secret itself in BEACON_SECRET"))
 
     def test_one_secret_option_at_a_time(self):
         path = self.secret_file(self.HEX + "\n")

@@ -4,12 +4,15 @@
 Every httpd a test starts is stopped at teardown, and its error log must
 then hold no error/crit/alert/emerg line other than those whose tag the test
 declared with httpd.expect_errors("BCN000nn", ...): as in httpd's own
-test/conftest.py, a test passes only if the server stayed quiet too.
+test/conftest.py, a test passes only if the server stayed quiet too. Under
+make check-asan-module (BEACON_SAN_LOG_DIR set), the sanitizer lines in
+its logs are copied into that report directory, which fails the target.
 
 Tests that need mod_proxy_beacon carry @pytest.mark.beacon (or use the
 beacon_module fixture) and are skipped while the module is not built.
 """
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -17,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from backend import Backend
-from httpd import Httpd, module_path, set_subreaper
+from httpd import Httpd, module_path, report_sanitizer_lines, set_subreaper
 
 
 def pytest_configure(config):
@@ -98,6 +101,12 @@ def httpd_factory(request, workdir, backend_factory):
             h.stop()
         except AssertionError as e:
             problems.append(str(e))
+    if os.environ.get("BEACON_SAN_LOG_DIR"):
+        # make check-asan-module: the reports that reached a log, not the
+        # report directory, go there too (the logs go with workdir)
+        if report_sanitizer_lines(made, os.environ["BEACON_SAN_LOG_DIR"],
+                                  request.node.nodeid):
+            request.node.keep_files = True
     for h in made:
         bad = h.unexpected_errors()
         if bad:

@@ -46,6 +46,13 @@ FAILURE_TAGS = ("AH00051", "AH00052")
 # "(9)Bad file descriptor: AH03092: process_lingering_close: apr_pollset_add
 # failure". Any request shortly before a stop can leave one.
 HTTPD_STOP_RACE_RE = re.compile(r"\(9\)Bad file descriptor: AH03092: ")
+# What the sanitizers write, wherever it lands: with log_path set
+# (tools/asan-apache2) ASan writes its report files, but a UBSan "runtime
+# error:" of the parent or a LeakSanitizer line can still reach its stderr,
+# which is httpd's error log once the log is open, or the output of
+# apache2 -t and -k start before.
+SANITIZER_RE = re.compile(
+    r"runtime error:|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer")
 LOG_LEVEL_RE = re.compile(r"^\[[^\]]*\] \[[^\]:]*:(?P<level>[a-z0-9]+)\]")
 LOG_TAG_RE = re.compile(r"(?<![A-Za-z0-9])([A-Z]{2,8}\d{5}):")
 
@@ -186,6 +193,30 @@ def error_lines(text, expected_tags=()):
         if tag not in expected_tags:
             bad.append(line)
     return bad
+
+
+def sanitizer_lines(text):
+    """The lines of text a sanitizer wrote (SANITIZER_RE)."""
+    return [line for line in text.splitlines() if SANITIZER_RE.search(line)]
+
+
+def report_sanitizer_lines(httpds, report_dir, test_name):
+    """Copies the sanitizer lines in the logs of httpds (Httpd.output_files)
+    into one file in report_dir, named after test_name, for
+    `make check-asan-module`, which fails on any file there; returns the
+    files written ([] or one)."""
+    found = []
+    for h in httpds:
+        for path in h.output_files():
+            lines = sanitizer_lines(path.read_text(encoding="latin-1"))
+            found += [f"{path}: {line}" for line in lines]
+    if not found:
+        return []
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_name)
+    report = Path(report_dir) / f"errorlog.{name}.{os.getpid()}"
+    with open(report, "a") as f:
+        f.write(f"{test_name}\n" + "\n".join(found) + "\n")
+    return [report]
 
 
 # ---- the server ----------------------------------------------------------------
@@ -329,12 +360,15 @@ class Httpd:
         self.conf_path.write_text(self.config_text())
         return self.conf_path
 
-    def check_config(self):
-        """(returncode, output) of `apache2 -t`: config errors, no server."""
+    def check_config(self, timeout=30, pass_fds=()):
+        """(returncode, output) of `apache2 -t`: config errors, no server.
+        pass_fds: fds of ours apache2 inherits (subprocess closes others)."""
         self.write_config()
         r = subprocess.run([APACHE2, "-t", "-f", str(self.conf_path)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=30)
+                           text=True, timeout=timeout, pass_fds=pass_fds)
+        with open(self.dir / "logs" / "check.out", "a") as f:
+            f.write(r.stdout)  # for output_files()
         return r.returncode, r.stdout
 
     # -- lifecycle
@@ -449,6 +483,16 @@ class Httpd:
             return self.error_log_path.read_text(encoding="latin-1")
         except FileNotFoundError:
             return ""
+
+    def output_files(self):
+        """Every file httpd wrote its messages to: the error logs (a test
+        may add its own in logs/), and the output of apache2 -t
+        (check.out), -k start (start.out) and -DFOREGROUND (fail.out)."""
+        logs = self.dir / "logs"
+        if not logs.is_dir():
+            return []
+        skip = {self.access_log_path, self.pid_path}
+        return sorted(p for p in logs.iterdir() if p.is_file() and p not in skip)
 
     def _log_tail(self, n=30):
         return "error log tail:\n" + "\n".join(self.error_log().splitlines()[-n:])

@@ -213,3 +213,47 @@ def test_module_path_prefers_the_environment(monkeypatch, tmp_path):
     so = tmp_path / "mod_proxy_beacon.so"
     monkeypatch.setenv("BEACON_MODULE", str(so))
     assert H.module_path() == str(so)
+
+
+# Lines the sanitizers write where their log_path does not reach (UBSan's
+# runtime error in httpd's error log, through the parent's stderr), planted
+# among ordinary ones.
+PLANTED_SANITIZER_LINES = [
+    "src/mod_proxy_beacon_registry.c:95:9: runtime error: load of misaligned "
+    "address 0x7f3a for type 'const apr_size_t', which requires 8 byte alignment",
+    "==4242==ERROR: AddressSanitizer: heap-use-after-free on address 0x6020",
+    "SUMMARY: UndefinedBehaviorSanitizer: undefined-behavior src/x.c:48:9 in",
+    "==4243==ERROR: LeakSanitizer: detected memory leaks",
+]
+
+
+def test_sanitizer_lines_find_each_planted_report_line_and_nothing_else():
+    ordinary = ["[Mon Nov 30 13:43:15.606798 2026] [mpm_event:notice] [pid 1] "
+                "AH00489: Apache/2.4.62 configured -- resuming normal operations",
+                "[Mon Nov 30 13:43:15.7 2026] [proxy_beacon:info] [pid 2] "
+                "BCN00010: http://127.0.0.1:1 joined balancer://cluster"]
+    text = "\n".join([ordinary[0]] + PLANTED_SANITIZER_LINES + [ordinary[1]])
+    assert H.sanitizer_lines(text) == PLANTED_SANITIZER_LINES
+    assert H.sanitizer_lines("\n".join(ordinary)) == []
+
+
+def test_a_sanitizer_line_in_an_instance_log_becomes_a_report_file(tmp_path):
+    """check-asan-module fails on any file in its report directory: a line
+    planted in an instance's error log (or its start or apache2 -t output)
+    must land there, and a clean instance must leave nothing. (Not from
+    httpd_factory, whose teardown would report the planted lines for real
+    under check-asan-module.)"""
+    clean, dirty = (H.Httpd(workdir=tmp_path / n, module=None) for n in ("clean", "dirty"))
+    clean.error_log_path.write_text("[notice] nothing to see\n")
+    dirty.error_log_path.write_text("[notice] before\n" + PLANTED_SANITIZER_LINES[0] + "\n")
+    (dirty.dir / "logs" / "start.out").write_text(PLANTED_SANITIZER_LINES[1] + "\n")
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    assert H.report_sanitizer_lines([clean], reports, "t::clean") == []
+    assert list(reports.iterdir()) == []
+    [path] = H.report_sanitizer_lines([clean, dirty], reports, "t::dirty[x]")
+    text = path.read_text()
+    assert path.parent == reports and "/" not in path.name[len("errorlog."):]
+    assert str(dirty.error_log_path) in text and PLANTED_SANITIZER_LINES[0] in text
+    assert "start.out" in text and PLANTED_SANITIZER_LINES[1] in text
+    assert "t::dirty[x]" in text and "before" not in text

@@ -57,7 +57,7 @@ def test_every_member_gets_the_params(httpd_factory, backend_factory):
     ("timeout=0", "timeout must be a whole number of seconds"),
     ("retry=-1", "retry must be a whole number of seconds"),
     ("max=lots", "max must be a whole number"),
-    ("acquire=0", "acquire must be an interval of at least 1ms"),
+    ("acquire=0", "acquire must be an interval from 1ms to 1h"),
     ("connectiontimeout=x", "connectiontimeout must be an interval"),
     ("keepalive=maybe", "keepalive must be on or off"),
     ("loadfactor=101", "loadfactor must be a number from 1 to 100"),
@@ -73,6 +73,40 @@ def test_a_bad_param_is_a_configuration_error(httpd_factory, param, fragment):
     rc, out = h.check_config()
     assert rc != 0 and fragment in out, out
     assert out.count("ProxyBeaconMemberParams") >= 1
+
+
+# Every duration has an upper bound, named in the one line apache2 -t
+# prints: past it a value is a typo, and huge ones overflowed the recycle
+# gate's sums (a slot renamed 6 s after it left rotation).
+@pytest.mark.parametrize("param,bound", [
+    ("acquire=3600001", "from 1ms to 1h"),
+    ("acquire=9223372036854775807", "from 1ms to 1h"),
+    ("acquire=2562047788015h", "from 1ms to 1h"),  # wraps a signed 64-bit sum
+    ("connectiontimeout=3601", "from 1ms to 1h"),
+    ("connectiontimeout=61mi", "from 1ms to 1h"),
+    ("connectiontimeout=9223372036854s", "from 1ms to 1h"),
+    ("ping=3601", "from 1ms to 1h"),
+    ("ping=3600001ms", "from 1ms to 1h"),
+    ("timeout=86401", "1 to 86400"),
+    ("retry=86401", "0 to 86400"),
+    ("ttl=86401", "1 to 86400"),
+    ("flushwait=1001", "0 to 1000"),
+])
+def test_a_duration_past_its_bound_is_refused(httpd_factory, param, bound):
+    h, _ = proxy(httpd_factory, [param])
+    rc, out = h.check_config()
+    key = param.split("=")[0]
+    lines = [line for line in out.splitlines() if "ProxyBeaconMemberParams" in line]
+    assert rc != 0 and len(lines) == 1, out
+    assert f"ProxyBeaconMemberParams: {key} " in lines[0] and bound in lines[0], out
+
+
+@pytest.mark.parametrize("param", ["acquire=3600000", "acquire=1h",
+                                   "connectiontimeout=3600", "ping=60mi"])
+def test_a_duration_at_its_bound_is_accepted(httpd_factory, param):
+    h, _ = proxy(httpd_factory, [param])
+    rc, out = h.check_config()
+    assert rc == 0, out
 
 
 def test_a_bad_health_check_param_is_a_configuration_error(httpd_factory):

@@ -2,14 +2,17 @@
 """Secrets: read from a root-only file, rotated without downtime, and never
 shown in a log line or a status page."""
 
+import os
 import re
+import signal
 import subprocess
+import time
 
 import pytest
 
 import beacon_wire as bw
 from beacon_env import Announcer, receiver_config, start_receiver, wait_member
-from httpd import free_port
+from httpd import free_port, pid_gone, wait_for
 from beacon_env import sender_httpd
 from test_sender import BEACONCTL
 from test_status import STATUS_PAGE
@@ -233,6 +236,40 @@ def test_a_failing_exec_program_fails_apache2_t(httpd_factory, workdir, body, me
     assert re.search(r"ProxyBeaconSecret: exec: .*" + re.escape(message), out), out
 
 
+def test_exec_kills_the_programs_background_children_with_it(httpd_factory, workdir):
+    """A helper that starts a background child holding its output and
+    httpd's stderr: apache2 -t returns at the 10 s limit, not when the child
+    ends (60 s), and the child is dead; the whole group is killed."""
+    pidfile = workdir / "child.pid"
+    prog = script(workdir, "get-secret", f"sleep 60 & echo $! > {pidfile}; wait")
+    h = httpd_factory(tail_config=receiver_config(5555, secret=f"exec:{prog}"))
+    started = time.monotonic()
+    try:
+        rc, out = h.check_config(timeout=20)
+    finally:
+        took = time.monotonic() - started
+        pid = int(pidfile.read_text())
+        try:
+            wait_for(lambda: pid_gone(pid), 5, f"the helper's child {pid} to die")
+        except AssertionError:
+            os.kill(pid, signal.SIGKILL)  # ours: the test's helper started it
+            raise
+    assert rc != 0 and "did not finish within 10.0 s" in out, out
+    assert took < 12, took
+
+
+def test_exec_gives_the_program_no_fd_beyond_0_to_2(httpd_factory, workdir):
+    """An fd apache2 got without close-on-exec (from whatever started it)
+    does not reach the helper."""
+    prog = script(workdir, "get-secret",
+                  f'[ -e /proc/$$/fd/"$1" ] && exit 57; echo {NEW}')
+    with open(os.devnull) as f:
+        fd = f.fileno()
+        h = httpd_factory(tail_config=receiver_config(5555, secret=f'"exec:{prog} {fd}"'))
+        rc, out = h.check_config(pass_fds=(fd,))
+    assert rc == 0, out
+
+
 @pytest.mark.parametrize("value,message", [
     ("exec:", "needs a program's absolute path"),
     ("exec:relative/get-secret", "needs a program's absolute path"),
@@ -249,7 +286,7 @@ def test_the_file_prefix_is_matched_in_any_case(httpd_factory, backend_factory, 
 
 
 @pytest.mark.parametrize("value", [
-    "env:/BEACON_SECRET", "pass:/beacon/cluster", "fiel:/etc/beacon.secret",
+    "pass:/beacon/cluster", "fiel:/etc/beacon.secret",
     "https://vault.example/secret",
 ])
 def test_a_source_beacon_does_not_know_is_refused_not_taken_as_a_passphrase(
@@ -259,3 +296,23 @@ def test_a_source_beacon_does_not_know_is_refused_not_taken_as_a_passphrase(
     assert rc != 0
     assert "ProxyBeaconSecret: only file:/path and exec:/path [args]" in out, out
     assert value not in out.replace(f"ProxyBeaconSecret {value}", "")
+
+
+@pytest.mark.parametrize("value", ["env:BEACON_KEY", "ENV:/BEACON_KEY", "Env:"])
+def test_env_is_refused_with_the_hint_to_use_httpds_own_variables(httpd_factory, value):
+    """env:NAME was taken as a passphrase, the text "env:NAME" itself."""
+    h = httpd_factory(tail_config=receiver_config(5555, secret=value))
+    rc, out = h.check_config()
+    lines = [line for line in out.splitlines() if "ProxyBeaconSecret" in line]
+    assert rc != 0 and len(lines) == 1, out
+    assert "ProxyBeaconSecret: env: is no source: use httpd's own ${NAME}" in lines[0], out
+
+
+def test_httpds_own_variable_is_the_way_to_take_a_secret_from_the_environment(
+        httpd_factory, backend_factory):
+    """What the env: refusal points to works: ${NAME}, from httpd's
+    environment or a Define."""
+    h, udp = proxy(httpd_factory, "${BEACON_KEY}", extra=f"Define BEACON_KEY {NEW}\n")
+    b = backend_factory("b")
+    Announcer(udp, secret=NEW).announce(b.url)
+    wait_member(h, b.url)
