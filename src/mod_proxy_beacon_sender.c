@@ -278,16 +278,11 @@ static apr_status_t sender_callback(int state, void *data, apr_pool_t *p)
  * listeners open, and the next generation's owner announces within
  * milliseconds. Saying leaving then would take every backend of a fleet
  * out of rotation at once when log rotation restarts them all at the same
- * minute. The parent moves running_generation before it tells the
- * children to stop, so a child that sees it moved is being replaced.
+ * minute.
  */
 static int server_restarting(void)
 {
-    int my_generation;
-
-    return ap_scoreboard_image != NULL &&
-           ap_mpm_query(AP_MPMQ_GENERATION, &my_generation) == APR_SUCCESS &&
-           ap_scoreboard_image->global->running_generation != my_generation;
+    return beacon_generation_replaced();
 }
 
 /* A sibling of this child's generation is alive and still accepts. */
