@@ -118,3 +118,18 @@ def test_a_config_test_opens_no_socket(httpd_factory):
         rc, out = h.check_config()
     assert rc == 0 and "Syntax OK" in out, out
     assert "udp" not in out, out
+
+
+def test_a_port_taken_at_start_is_reported_as_before(httpd_factory):
+    """The parent cannot bind: it says so, httpd starts, and the owner
+    retries and reports as it always did (BCN00052 after its fast retries)."""
+    udp = free_port()
+    h = httpd_factory(tail_config=receiver_config(udp))
+    h.expect_errors("BCN00052")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as holder:
+        holder.bind(("127.0.0.1", udp))
+        h.start()
+        h.wait_log(r"BCN00130: cannot bind udp 127\.0\.0\.1:%d before the children start" % udp,
+                   since=0)
+        h.wait_log(r"BCN00052: cannot listen for beacons on udp 127\.0\.0\.1:%d; retrying" % udp,
+                   since=0)
