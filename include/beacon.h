@@ -52,6 +52,23 @@ extern "C" {
  * stopping, and the receiver takes the member out of rotation at once. */
 #define BEACON_STATE_LEAVING "leaving"
 
+/*
+ * A sender says state=leaving once, then BEACON_LEAVING_REPEATS times
+ * more within the first second, each a new announcement (its own seq and
+ * ts), so that one lost datagram does not keep a departed backend in
+ * rotation. A receiver takes a repeat for a member already out of
+ * rotation as nothing new. beacon_leaving_repeat_at(i) is when repeat i
+ * (from 0) is due, counted from the first; 0 past the last.
+ */
+#define BEACON_LEAVING_REPEATS 3
+apr_interval_time_t beacon_leaving_repeat_at(unsigned i);
+
+/* How long a sender that said leaving first at first waits, at now,
+ * before repeat i: 0 once it is due, and never longer than its offset
+ * (a clock stepped back meanwhile does not hold the exit). */
+apr_interval_time_t beacon_leaving_repeat_wait(apr_time_t first, unsigned i,
+                                               apr_time_t now);
+
 /* ------------------------------------------------------------------ */
 /* Values                                                              */
 

@@ -261,6 +261,23 @@ int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
     return (int)w.len;
 }
 
+apr_interval_time_t beacon_leaving_repeat_at(unsigned i)
+{
+    /* spread over the second: a short outage loses one, not all */
+    static const int ms[BEACON_LEAVING_REPEATS] = {200, 500, 900};
+
+    return i < BEACON_LEAVING_REPEATS ? apr_time_from_msec(ms[i]) : 0;
+}
+
+apr_interval_time_t beacon_leaving_repeat_wait(apr_time_t first, unsigned i,
+                                               apr_time_t now)
+{
+    apr_interval_time_t at = beacon_leaving_repeat_at(i);
+    apr_time_t due = first + at;
+
+    return due > now && due - now <= at ? due - now : 0;
+}
+
 void beacon_sequence_stamp(beacon_sequence_t *s, apr_time_t now,
                            beacon_announcement_t *a)
 {

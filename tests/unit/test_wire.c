@@ -507,6 +507,33 @@ static void sequence_stamp_counts_and_never_goes_backwards(void **state)
     assert_null(a.state);
 }
 
+/* The repeats of state=leaving: rising, within the first second, and
+ * none past the last. */
+static void leaving_repeats_rise_within_a_second(void **state)
+{
+    apr_interval_time_t last = 0;
+    unsigned i;
+
+    (void)state;
+    assert_true(BEACON_LEAVING_REPEATS >= 2);
+    for (i = 0; i < BEACON_LEAVING_REPEATS; i++) {
+        apr_interval_time_t at = beacon_leaving_repeat_at(i);
+
+        assert_true(at > last);
+        assert_true(at < apr_time_from_sec(1));
+        last = at;
+    }
+    assert_int_equal(beacon_leaving_repeat_at(BEACON_LEAVING_REPEATS), 0);
+    /* the wait: until it is due, none after, never more than its offset */
+    last = beacon_leaving_repeat_at(0);
+    assert_int_equal(beacon_leaving_repeat_wait(NOW, 0, NOW), last);
+    assert_int_equal(beacon_leaving_repeat_wait(NOW, 0, NOW + last / 2),
+                     last - last / 2);
+    assert_int_equal(beacon_leaving_repeat_wait(NOW, 0, NOW + last), 0);
+    assert_int_equal(beacon_leaving_repeat_wait(NOW, 0, NOW + SEC), 0);
+    assert_int_equal(beacon_leaving_repeat_wait(NOW, 0, NOW - 3600 * SEC), 0);
+}
+
 /* A sender whose clock steps back 5 s keeps being accepted. */
 static void a_stamped_sender_survives_its_clock_stepping_back(void **state)
 {
@@ -1272,6 +1299,7 @@ int main(void)
         cmocka_unit_test(format_refuses_a_pid_or_seq_of_19_digits),
         cmocka_unit_test(format_stops_at_the_datagram_limit_and_the_buffer_size),
         cmocka_unit_test(sequence_stamp_counts_and_never_goes_backwards),
+        cmocka_unit_test(leaving_repeats_rise_within_a_second),
         cmocka_unit_test(a_stamped_sender_survives_its_clock_stepping_back),
         cmocka_unit_test(parse_decimal_takes_1_to_18_plain_digits),
         cmocka_unit_test(span_number_is_the_decimal_or_minus_one),
