@@ -238,10 +238,17 @@ int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
  * that a clock stepped back cannot make a receiver drop the sender as a
  * replay. Zero-initialize; one per stream of datagrams a receiver sees
  * (a sender that sends one datagram to several proxies may share one).
+ *
+ * shared_ts, when set, keeps the last ts instead of last_ts: memory that
+ * outlives the sequence and that other sequences may share, at once or
+ * one after another (shared memory of a parent process whose children
+ * take turns sending), so that ts rises across all of them. It is read
+ * and raised atomically.
  */
 typedef struct {
     apr_int64_t next_seq;
     apr_int64_t last_ts;
+    volatile apr_uint64_t *shared_ts;
 } beacon_sequence_t;
 
 /* Sets a->seq and a->ts for the next announcement, sent at now. */

@@ -486,6 +486,28 @@ static beacon_fanout_t *make_fanout(apr_pool_t *pconf, server_rec *s,
     return f;
 }
 
+#define KEPT_TS_KEY "mod_proxy_beacon last ts"
+
+/*
+ * The last ts any sender of this httpd issued, in shared memory the
+ * parent makes once, in the process pool: every child of every
+ * generation stamps from it, so that ts keeps rising across graceful and
+ * plain restarts and owner changes even when the clock stepped back (a
+ * proxy would drop the new owner's announcements as replays for the
+ * length of the step). A stop loses it with the parent.
+ */
+static volatile apr_uint64_t *kept_last_ts(server_rec *s)
+{
+    apr_pool_t *pool = s->process->pool;
+    void *ts = NULL;
+
+    apr_pool_userdata_get(&ts, KEPT_TS_KEY, pool);
+    if (ts == NULL && (ts = beacon_shm_create(pool, s, sizeof(apr_uint64_t)))) {
+        apr_pool_userdata_set(ts, KEPT_TS_KEY, apr_pool_cleanup_null, pool);
+    }
+    return ts;
+}
+
 /* The sender's state and its watchdog singleton. */
 static apr_status_t start_sender(apr_pool_t *pconf, beacon_sender *snd,
                                  int index)
@@ -494,7 +516,9 @@ static apr_status_t start_sender(apr_pool_t *pconf, beacon_sender *snd,
 
     snd->shared = beacon_shm_create(pconf, snd->s, sizeof(*snd->shared));
     snd->guard.fanout = make_fanout(pconf, snd->s, snd->conf->targets);
-    if (snd->shared == NULL || snd->guard.fanout == NULL) {
+    snd->sequence.shared_ts = kept_last_ts(snd->s);
+    if (snd->shared == NULL || snd->guard.fanout == NULL ||
+        snd->sequence.shared_ts == NULL) {
         return APR_EGENERAL;
     }
     snd->guard.s = snd->s;

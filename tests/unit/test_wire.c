@@ -507,6 +507,37 @@ static void sequence_stamp_counts_and_never_goes_backwards(void **state)
     assert_null(a.state);
 }
 
+/*
+ * Sequences that share their last ts (a sender's owners one after
+ * another, the old and the new one at once): ts rises across them, above
+ * a clock stepped back, while each counts its own seq.
+ */
+static void sequences_sharing_their_ts_rise_across_them(void **state)
+{
+    volatile apr_uint64_t shared = 0;
+    beacon_sequence_t old_owner = {0, 0, &shared}, new_owner = {0, 0, &shared};
+    beacon_announcement_t a;
+
+    (void)state;
+    memset(&a, 0, sizeof a);
+    beacon_sequence_stamp(&old_owner, NOW, &a);
+    assert_int_equal(a.ts, NOW);
+    beacon_sequence_stamp(&old_owner, NOW + 10, &a);
+    assert_int_equal(a.ts, NOW + 10);
+    /* the clock steps back an hour, and the next owner starts */
+    beacon_sequence_stamp(&new_owner, NOW - 3600 * SEC, &a);
+    assert_int_equal(a.ts, NOW + 11);
+    assert_int_equal(a.seq, 0);
+    beacon_sequence_stamp(&old_owner, NOW - 3600 * SEC, &a);
+    assert_int_equal(a.ts, NOW + 12);
+    assert_int_equal(a.seq, 2);
+    beacon_sequence_stamp(&new_owner, NOW + 20, &a);
+    assert_int_equal(a.ts, NOW + 20);
+    assert_int_equal(shared, (apr_uint64_t)(NOW + 20));
+    /* the sequence's own last_ts is not used */
+    assert_int_equal(old_owner.last_ts, 0);
+}
+
 /* The repeats of state=leaving: rising, within the first second, and
  * none past the last. */
 static void leaving_repeats_rise_within_a_second(void **state)
@@ -543,7 +574,7 @@ static void a_stamped_sender_survives_its_clock_stepping_back(void **state)
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {"http://10.0.0.5:8080", "web-1", 4242, -1, -1,
                                NULL, NULL, NULL, NULL};
-    beacon_sequence_t s = {0, 0};
+    beacon_sequence_t s = {0, 0, NULL};
     char buf[256];
     size_t i;
 
@@ -1300,6 +1331,7 @@ int main(void)
         cmocka_unit_test(format_stops_at_the_datagram_limit_and_the_buffer_size),
         cmocka_unit_test(sequence_stamp_counts_and_never_goes_backwards),
         cmocka_unit_test(leaving_repeats_rise_within_a_second),
+        cmocka_unit_test(sequences_sharing_their_ts_rise_across_them),
         cmocka_unit_test(a_stamped_sender_survives_its_clock_stepping_back),
         cmocka_unit_test(parse_decimal_takes_1_to_18_plain_digits),
         cmocka_unit_test(span_number_is_the_decimal_or_minus_one),
