@@ -172,9 +172,9 @@ static beacon_receiver *make_receiver(apr_pool_t *pconf, server_rec *s,
  * bind address; a socket no receiver names any more is closed first, so
  * that its address is free for a new one as soon as the old children exit.
  */
-static void keep_sockets(server_rec *main_s)
+static void keep_sockets(apr_pool_t *process_pool, server_rec *main_s)
 {
-    beacon_kept_sockets *kept = beacon_kept_begin(main_s->process->pool);
+    beacon_kept_sockets *kept = beacon_kept_begin(process_pool);
     beacon_receiver *r;
 
     for (r = receivers; r; r = r->next) {
@@ -193,6 +193,7 @@ static apr_status_t register_watchdog(apr_pool_t *pconf, server_rec *s);
 
 apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
 {
+    apr_pool_t *process_pool = main_s->process->pool; /* outlives pconf */
     beacon_receiver **tail = &receivers;
     server_rec *s;
 
@@ -212,7 +213,7 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
         tail = &r->next;
         receiver_count++;
     }
-    keep_sockets(main_s);
+    keep_sockets(process_pool, main_s);
     if (receiver_count && !beacon_proxy_can_recycle()) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, main_s, BCNLOGNO(00092)
                      "this httpd is older than 2.4.59 and keeps backend "
