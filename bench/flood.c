@@ -240,7 +240,7 @@ int main(int argc, char **argv)
     unsigned long long count = 0, sent = 0, errors = 0, seq = 0;
     unsigned batch = 64, pos = 0;
     int port = 0, cpu = -1, forged, fd, i;
-    beacon_sequence_t sequence = {0, 0};
+    beacon_sequence_t sequence = {0, 0, NULL};
     apr_int64_t pid = (apr_int64_t)getpid();
     beacon_key_t key;
     const char *err;

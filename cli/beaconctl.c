@@ -46,13 +46,13 @@ static const command_t commands[] = {
      "gets every datagram; names are looked up again every interval, and\n"
      "a new address hears as soon as a lookup finds it. A name that stops\n"
      "resolving keeps its last addresses for " KEEP_ROUNDS " intervals.\n"
-     "On SIGTERM or SIGINT it sends a last datagram with state=leaving\n"
-     "to every address known (the proxy disables the member) and exits\n"
-     "0. A failed lookup or send costs one line on stderr per name and\n"
-     "minute at most, and never ends the program. Fields: url, host, pid\n"
-     "(own), seq (from 0), ts (the wall clock in microseconds, strictly\n"
-     "increasing), svc, route, lbfactor; the leaving datagram says them\n"
-     "too.",
+     "On SIGTERM or SIGINT it sends state=leaving to every address\n"
+     "known (the proxy disables the member), 3 times more within the\n"
+     "first second in case one is lost, and exits 0. A failed lookup\n"
+     "or send costs one line on stderr per name and minute at most, and\n"
+     "never ends the program. Fields: url, host, pid (own), seq (from\n"
+     "0), ts (the wall clock in microseconds, strictly increasing), svc,\n"
+     "route, lbfactor; the leaving datagrams say them too.",
      send_options, run_send},
     {"listen",
      "--bind ADDR:PORT [--max-skew SECONDS] [--count N]\n"

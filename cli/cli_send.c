@@ -2,11 +2,11 @@
 
 /*
  * beaconctl send: announces a backend that is not httpd, once or every
- * interval, and says state=leaving on SIGTERM or SIGINT. What goes in a
- * datagram, its seq and its ts are libbeacon's (beacon_format,
- * beacon_sequence_stamp); where it goes, every address of every --to, is
- * cli_fanout.c's. This file signs one datagram per announcement and
- * keeps the schedule.
+ * interval, and says state=leaving on SIGTERM or SIGINT, repeated within
+ * the first second. What goes in a datagram, its seq and its ts are
+ * libbeacon's (beacon_format, beacon_sequence_stamp); where it goes,
+ * every address of every --to, is cli_fanout.c's. This file signs one
+ * datagram per announcement and keeps the schedule.
  */
 
 #include <stdio.h>
@@ -96,6 +96,20 @@ static unsigned announce(sender_t *s, const char *state)
         fail(EXIT_RUNTIME, "cannot format an announcement");
     }
     return fanout_deliver(s->fc, buf, (apr_size_t)len, state != NULL);
+}
+
+/* state=leaving, then its repeats, each at its time: the exit waits for
+ * them, a second at most. */
+static void say_leaving(sender_t *s)
+{
+    apr_time_t first = apr_time_now();
+    unsigned i;
+
+    announce(s, BEACON_STATE_LEAVING);
+    for (i = 0; i < BEACON_LEAVING_REPEATS; i++) {
+        apr_sleep(beacon_leaving_repeat_wait(first, i, apr_time_now()));
+        announce(s, BEACON_STATE_LEAVING);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -221,7 +235,7 @@ static void send_loop(apr_pool_t *p, sender_t *s, apr_pool_t *scratch)
             announce(s, NULL);
         }
     } while (w != WAIT_STOP);
-    announce(s, BEACON_STATE_LEAVING);
+    say_leaving(s);
 }
 
 int run_send(apr_pool_t *p, const command_t *cmd, int argc,

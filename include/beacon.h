@@ -52,6 +52,23 @@ extern "C" {
  * stopping, and the receiver takes the member out of rotation at once. */
 #define BEACON_STATE_LEAVING "leaving"
 
+/*
+ * A sender says state=leaving once, then BEACON_LEAVING_REPEATS times
+ * more within the first second, each a new announcement (its own seq and
+ * ts), so that one lost datagram does not keep a departed backend in
+ * rotation. A receiver takes a repeat for a member already out of
+ * rotation as nothing new. beacon_leaving_repeat_at(i) is when repeat i
+ * (from 0) is due, counted from the first; 0 past the last.
+ */
+#define BEACON_LEAVING_REPEATS 3
+apr_interval_time_t beacon_leaving_repeat_at(unsigned i);
+
+/* How long a sender that said leaving first at first waits, at now,
+ * before repeat i: 0 once it is due, and never longer than its offset
+ * (a clock stepped back meanwhile does not hold the exit). */
+apr_interval_time_t beacon_leaving_repeat_wait(apr_time_t first, unsigned i,
+                                               apr_time_t now);
+
 /* ------------------------------------------------------------------ */
 /* Values                                                              */
 
@@ -226,10 +243,17 @@ int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
  * that a clock stepped back cannot make a receiver drop the sender as a
  * replay. Zero-initialize; one per stream of datagrams a receiver sees
  * (a sender that sends one datagram to several proxies may share one).
+ *
+ * shared_ts, when set, keeps the last ts instead of last_ts: memory that
+ * outlives the sequence and that other sequences may share, at once or
+ * one after another (shared memory of a parent process whose children
+ * take turns sending), so that ts rises across all of them. It is read
+ * and raised atomically.
  */
 typedef struct {
     apr_int64_t next_seq;
     apr_int64_t last_ts;
+    volatile apr_uint64_t *shared_ts;
 } beacon_sequence_t;
 
 /* Sets a->seq and a->ts for the next announcement, sent at now. */

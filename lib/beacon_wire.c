@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#include <apr_atomic.h>
+
 #include "beacon.h"
 #include "beacon_private.h"
 
@@ -261,11 +263,49 @@ int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
     return (int)w.len;
 }
 
+apr_interval_time_t beacon_leaving_repeat_at(unsigned i)
+{
+    /* spread over the second: a short outage loses one, not all */
+    static const int ms[BEACON_LEAVING_REPEATS] = {200, 500, 900};
+
+    return i < BEACON_LEAVING_REPEATS ? apr_time_from_msec(ms[i]) : 0;
+}
+
+apr_interval_time_t beacon_leaving_repeat_wait(apr_time_t first, unsigned i,
+                                               apr_time_t now)
+{
+    apr_interval_time_t at = beacon_leaving_repeat_at(i);
+    apr_time_t due = first + at;
+
+    return due > now && due - now <= at ? due - now : 0;
+}
+
+/* The rule: the clock, unless that is not above the last ts. */
+static apr_int64_t next_ts(apr_int64_t last, apr_time_t now)
+{
+    return now > last ? now : last + 1;
+}
+
+static apr_int64_t next_shared_ts(volatile apr_uint64_t *shared, apr_time_t now)
+{
+    apr_uint64_t last, ts;
+
+    do {
+        last = apr_atomic_read64(shared);
+        ts = (apr_uint64_t)next_ts((apr_int64_t)last, now);
+    } while (apr_atomic_cas64(shared, ts, last) != last);
+    return (apr_int64_t)ts;
+}
+
 void beacon_sequence_stamp(beacon_sequence_t *s, apr_time_t now,
                            beacon_announcement_t *a)
 {
-    s->last_ts = now > s->last_ts ? now : s->last_ts + 1;
-    a->ts = s->last_ts;
+    if (s->shared_ts) {
+        a->ts = next_shared_ts(s->shared_ts, now);
+    }
+    else {
+        a->ts = s->last_ts = next_ts(s->last_ts, now);
+    }
     a->seq = s->next_seq++;
 }
 

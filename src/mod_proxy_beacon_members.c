@@ -449,7 +449,7 @@ void beacon_members_start(beacon_receiver *r, apr_pool_t *pool,
     beacon_table_init(r->table, r->conf->timeout.value, r->conf->max_skew.value);
     beacon_table_set_service(r->table, r->conf->service);
     r->inbox = beacon_inbox_make(pool, r->s, r->bind_host, r->bind_port,
-                                 r->label);
+                                 r->label, r->sock);
     r->peer = apr_pcalloc(pool, sizeof(*r->peer) * BEACON_TABLE_CAPACITY);
     r->entry_hint = apr_palloc(pool, sizeof(*r->entry_hint) * BEACON_TABLE_CAPACITY);
     for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {

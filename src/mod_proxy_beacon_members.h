@@ -26,6 +26,7 @@ struct beacon_receiver {
     beacon_receiver *next;
 
     /* in every child, from post_config on */
+    apr_socket_t *sock;        /* the parent's socket, or NULL */
     beacon_target *target;     /* NULL in log-only mode */
     beacon_receiver_status *shared;
 

@@ -169,10 +169,34 @@ static beacon_receiver *make_receiver(apr_pool_t *pconf, server_rec *s,
     return r;
 }
 
+/*
+ * The receivers' sockets, bound by the parent and kept in the process
+ * pool across generations (as httpd keeps its listeners), found again by
+ * bind address; a socket no receiver names any more is closed first, so
+ * that its address is free for a new one as soon as the old children exit.
+ */
+static void keep_sockets(apr_pool_t *process_pool, server_rec *main_s)
+{
+    beacon_kept_sockets *kept = beacon_kept_begin(process_pool);
+    beacon_receiver *r;
+
+    for (r = receivers; r; r = r->next) {
+        r->sock = beacon_kept_claim(kept, r->bind_host, r->bind_port);
+    }
+    beacon_kept_release(kept, main_s);
+    for (r = receivers; r; r = r->next) {
+        if (r->sock == NULL) {
+            r->sock = beacon_kept_open(kept, r->s, r->bind_host, r->bind_port,
+                                       r->label);
+        }
+    }
+}
+
 static apr_status_t register_watchdog(apr_pool_t *pconf, server_rec *s);
 
 apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
 {
+    apr_pool_t *process_pool = main_s->process->pool; /* outlives pconf */
     beacon_receiver **tail = &receivers;
     server_rec *s;
 
@@ -192,6 +216,7 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
         tail = &r->next;
         receiver_count++;
     }
+    keep_sockets(process_pool, main_s);
     if (receiver_count && !beacon_proxy_can_recycle()) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, main_s, BCNLOGNO(00092)
                      "this httpd is older than 2.4.59 and keeps backend "
@@ -248,11 +273,17 @@ void beacon_receivers_keep_at_stop(apr_pool_t *pconf)
 /* ------------------------------------------------------------------ */
 /* The watchdog thread                                                 */
 
+/*
+ * Once a restart has begun, the next generation's owner reads the socket
+ * the parent keeps: what arrives from then on waits in its buffer, so
+ * that it is applied to what the new generation restores, not to the
+ * balancer of this one, which is being replaced.
+ */
 static int should_stop(void)
 {
     int state = AP_MPMQ_STOPPING;
 
-    return stop_requested ||
+    return stop_requested || beacon_generation_replaced() ||
            ap_mpm_query(AP_MPMQ_MPM_STATE, &state) != APR_SUCCESS ||
            state == AP_MPMQ_STOPPING;
 }
@@ -326,7 +357,8 @@ static void serve_once(apr_pool_t *scratch)
     if (n == 0) {
         apr_sleep(wait_bound(now));
     }
-    else if (apr_poll(fds, n, &ready, wait_bound(now)) == APR_SUCCESS) {
+    else if (apr_poll(fds, n, &ready, wait_bound(now)) == APR_SUCCESS &&
+             !should_stop()) {
         for (i = 0; i < n; i++) {
             if (fds[i].rtnevents & APR_POLLIN) {
                 r = fds[i].client_data;

@@ -21,6 +21,7 @@
 #include <apr_strings.h>
 #include <ap_mpm.h>
 #include <scoreboard.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <errno.h>
@@ -60,6 +61,7 @@ struct beacon_sender {
     apr_time_t next_due;       /* the next regular announcement */
     beacon_rate_limit error_log;
     volatile int owner;        /* this child holds the sender's singleton */
+    int left;                  /* it said state=leaving */
     int sockets[2];            /* IPv4, IPv6; opened at the first send */
     beacon_sender *next;
 };
@@ -78,6 +80,9 @@ static beacon_sender *senders;
 static int sender_count;
 static volatile int child_ready;    /* this child has run child_init */
 static int retiring_alone;          /* siblings serve on: no departure */
+static apr_time_t left_at;          /* the first state=leaving went out */
+static pthread_t repeater;          /* repeats it while requests drain */
+static int repeater_running;        /* until joined */
 
 /*
  * beacon_fanout_send's delivery: one socket per address family, reused,
@@ -278,16 +283,11 @@ static apr_status_t sender_callback(int state, void *data, apr_pool_t *p)
  * listeners open, and the next generation's owner announces within
  * milliseconds. Saying leaving then would take every backend of a fleet
  * out of rotation at once when log rotation restarts them all at the same
- * minute. The parent moves running_generation before it tells the
- * children to stop, so a child that sees it moved is being replaced.
+ * minute.
  */
 static int server_restarting(void)
 {
-    int my_generation;
-
-    return ap_scoreboard_image != NULL &&
-           ap_mpm_query(AP_MPMQ_GENERATION, &my_generation) == APR_SUCCESS &&
-           ap_scoreboard_image->global->running_generation != my_generation;
+    return beacon_generation_replaced();
 }
 
 /* A sibling of this child's generation is alive and still accepts. */
@@ -347,6 +347,71 @@ static int owns_a_sender(void)
     return 0;
 }
 
+/* One more state=leaving from every sender that said it. */
+static void say_leaving_again(void)
+{
+    char buf[BEACON_MAX_DATAGRAM + 1];
+    beacon_sender *snd;
+
+    for (snd = senders; snd; snd = snd->next) {
+        send_outcome out;
+
+        if (!snd->left) {
+            continue;
+        }
+        apr_thread_mutex_lock(snd->guard.lock);
+        announce_locked(snd, BEACON_STATE_LEAVING, buf, &out);
+        apr_thread_mutex_unlock(snd->guard.lock);
+        report(&out, buf);
+    }
+}
+
+/* The repeats of state=leaving still due, each at its time; returns
+ * within a second of the first. Nothing here allocates. */
+static void repeat_leaving(void)
+{
+    unsigned i;
+
+    for (i = 0; i < BEACON_LEAVING_REPEATS; i++) {
+        apr_sleep(beacon_leaving_repeat_wait(left_at, i, apr_time_now()));
+        say_leaving_again();
+    }
+}
+
+static void *repeater_main(void *arg)
+{
+    (void)arg;
+    beacon_block_stop_signals();
+    repeat_leaving();
+    return NULL;
+}
+
+/*
+ * After the first state=leaving: the repeats. A graceful stop of event or
+ * worker (from a thread, never a signal handler) hands them to a thread
+ * of their own, so that they go out while requests drain, and the exit
+ * waits for it only for what is left of the second. Anywhere else (a
+ * stop that is not graceful, prefork's signal handlers) the child sends
+ * them itself before it exits, at most a second later.
+ */
+static void schedule_repeats(int in_thread)
+{
+    left_at = apr_time_now();
+    if (in_thread && pthread_create(&repeater, NULL, repeater_main, NULL) == 0) {
+        repeater_running = 1;
+        return;
+    }
+    repeat_leaving();
+}
+
+static void finish_repeats(void)
+{
+    if (repeater_running) {
+        pthread_join(repeater, NULL);
+        repeater_running = 0;
+    }
+}
+
 /*
  * Runs once the child is told to stop (stop, restart, idle reaping), and
  * again, doing nothing, when it exits. The MPMs may run it in a signal
@@ -355,18 +420,18 @@ static int owns_a_sender(void)
  * every address of the last good sets. The lock's holder never waits on
  * anything this thread could hold (announce and the lookups take it
  * around signing, sendto and copying only, and their threads block the
- * stop signals).
+ * stop signals). The repeats follow (schedule_repeats), in a thread of
+ * their own only when repeat_in_thread says this is one.
  */
-static apr_status_t send_leaving(void *data)
+static void send_leaving(int repeat_in_thread)
 {
     char buf[BEACON_MAX_DATAGRAM + 1];
     beacon_sender *snd;
-    int leaving;
+    int leaving, said_any = 0;
 
-    (void)data;
     if (!child_ready) {
         /* told to stop before child_init: no sender ever ran here */
-        return APR_SUCCESS;
+        return;
     }
     leaving = !retiring_alone && !server_restarting();
     for (snd = senders; snd; snd = snd->next) {
@@ -377,14 +442,27 @@ static apr_status_t send_leaving(void *data)
         snd->guard.stopped = 1;
         if (snd->owner && leaving) {
             announce_locked(snd, BEACON_STATE_LEAVING, buf, &out);
-            said = 1;
+            said = snd->left = 1;
         }
         snd->owner = 0;
         apr_thread_mutex_unlock(snd->guard.lock);
         if (said) {
             report(&out, buf);
+            said_any = 1;
         }
     }
+    if (said_any) {
+        schedule_repeats(repeat_in_thread);
+    }
+}
+
+/* The child's exit: the last chance to say leaving, and the end of the
+ * repeats. */
+static apr_status_t send_leaving_at_exit(void *data)
+{
+    (void)data;
+    send_leaving(0);
+    finish_repeats();
     return APR_SUCCESS;
 }
 
@@ -408,6 +486,28 @@ static beacon_fanout_t *make_fanout(apr_pool_t *pconf, server_rec *s,
     return f;
 }
 
+#define KEPT_TS_KEY "mod_proxy_beacon last ts"
+
+/*
+ * The last ts any sender of this httpd issued, in shared memory the
+ * parent makes once, in the process pool: every child of every
+ * generation stamps from it, so that ts keeps rising across graceful and
+ * plain restarts and owner changes even when the clock stepped back (a
+ * proxy would drop the new owner's announcements as replays for the
+ * length of the step). A stop loses it with the parent.
+ */
+static volatile apr_uint64_t *kept_last_ts(server_rec *s)
+{
+    apr_pool_t *pool = s->process->pool;
+    void *ts = NULL;
+
+    apr_pool_userdata_get(&ts, KEPT_TS_KEY, pool);
+    if (ts == NULL && (ts = beacon_shm_create(pool, s, sizeof(apr_uint64_t)))) {
+        apr_pool_userdata_set(ts, KEPT_TS_KEY, apr_pool_cleanup_null, pool);
+    }
+    return ts;
+}
+
 /* The sender's state and its watchdog singleton. */
 static apr_status_t start_sender(apr_pool_t *pconf, beacon_sender *snd,
                                  int index)
@@ -416,7 +516,9 @@ static apr_status_t start_sender(apr_pool_t *pconf, beacon_sender *snd,
 
     snd->shared = beacon_shm_create(pconf, snd->s, sizeof(*snd->shared));
     snd->guard.fanout = make_fanout(pconf, snd->s, snd->conf->targets);
-    if (snd->shared == NULL || snd->guard.fanout == NULL) {
+    snd->sequence.shared_ts = kept_last_ts(snd->s);
+    if (snd->shared == NULL || snd->guard.fanout == NULL ||
+        snd->sequence.shared_ts == NULL) {
         return APR_EGENERAL;
     }
     snd->guard.s = snd->s;
@@ -478,7 +580,7 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
 void beacon_senders_child_init(apr_pool_t *pchild)
 {
     if (senders) {
-        apr_pool_cleanup_register(pchild, NULL, send_leaving,
+        apr_pool_cleanup_register(pchild, NULL, send_leaving_at_exit,
                                   apr_pool_cleanup_null);
     }
     child_ready = 1;
@@ -510,7 +612,7 @@ void beacon_senders_child_stopping(apr_pool_t *pchild, int graceful)
                          "announcements over");
         }
     }
-    send_leaving(NULL);
+    send_leaving(graceful);
 }
 
 int beacon_sender_views(apr_pool_t *p, const server_rec *only,

@@ -5,7 +5,9 @@
 #include "mod_proxy_beacon_util.h"
 
 #include <apr_strings.h>
+#include <ap_mpm.h>
 #include <mpm_common.h>
+#include <scoreboard.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -59,4 +61,13 @@ void beacon_block_stop_signals(void)
     sigaddset(&stop, AP_SIG_GRACEFUL);
     sigaddset(&stop, AP_SIG_GRACEFUL_STOP);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
+}
+
+int beacon_generation_replaced(void)
+{
+    int my_generation;
+
+    return ap_scoreboard_image != NULL &&
+           ap_mpm_query(AP_MPMQ_GENERATION, &my_generation) == APR_SUCCESS &&
+           ap_scoreboard_image->global->running_generation != my_generation;
 }

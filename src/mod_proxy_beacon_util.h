@@ -65,4 +65,12 @@ apr_status_t beacon_watchdog_start(apr_pool_t *pconf, const char *name,
  */
 void beacon_block_stop_signals(void);
 
+/*
+ * In a child: whether the parent has begun a restart (graceful or not)
+ * that replaces this child's generation. The parent moves
+ * running_generation before it tells the children to stop, so this is
+ * true from the first moment of a restart.
+ */
+int beacon_generation_replaced(void);
+
 #endif /* MOD_PROXY_BEACON_UTIL_H */

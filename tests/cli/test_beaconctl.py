@@ -634,8 +634,10 @@ class SendTest(CliTestCase):
                         r"-> add$")
         line = listener.expect(r"^(accepted|dropped) ")
         self.assertRegex(line, r"^accepted .* seq=1 ts=\d+ from .* -> renew$")
+        stopped = time.monotonic()
         sender.proc.send_signal(signal.SIGTERM)
         self.assertEqual(sender.wait(), 0, sender.stderr())
+        took = time.monotonic() - stopped
         self.assertEqual(sender.stderr(), "")
         line = listener.expect(r"state=")
         self.assertRegex(line, r"^accepted url=http://127\.0\.0\.1:8082 "
@@ -645,6 +647,16 @@ class SendTest(CliTestCase):
         # every line before it was a regular, accepted announcement
         for earlier in listener.seen[1:-1]:  # after "listening on"
             self.assertRegex(earlier, r"^accepted url=.* -> (add|renew)$")
+        # one lost datagram must not keep a departed backend in rotation:
+        # three more within the first second, each a new announcement,
+        # which a receiver takes as nothing new
+        lines = [line] + [listener.expect(r"state=leaving") for _ in range(3)]
+        for repeat in lines[1:]:
+            self.assertRegex(repeat, r"^accepted .* state=leaving .* -> ignore$")
+        ts = [int(re.search(r" ts=(\d+) ", x).group(1)) for x in lines]
+        self.assertEqual(ts, sorted(set(ts)))
+        self.assertLess(ts[-1] - ts[0], 1_500_000)
+        self.assertLess(took, 3)
 
     def test_failing_target_is_reported_once_and_others_still_served(self):
         listener = Listener()

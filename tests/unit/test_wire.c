@@ -507,6 +507,64 @@ static void sequence_stamp_counts_and_never_goes_backwards(void **state)
     assert_null(a.state);
 }
 
+/*
+ * Sequences that share their last ts (a sender's owners one after
+ * another, the old and the new one at once): ts rises across them, above
+ * a clock stepped back, while each counts its own seq.
+ */
+static void sequences_sharing_their_ts_rise_across_them(void **state)
+{
+    volatile apr_uint64_t shared = 0;
+    beacon_sequence_t old_owner = {0, 0, &shared}, new_owner = {0, 0, &shared};
+    beacon_announcement_t a;
+
+    (void)state;
+    memset(&a, 0, sizeof a);
+    beacon_sequence_stamp(&old_owner, NOW, &a);
+    assert_int_equal(a.ts, NOW);
+    beacon_sequence_stamp(&old_owner, NOW + 10, &a);
+    assert_int_equal(a.ts, NOW + 10);
+    /* the clock steps back an hour, and the next owner starts */
+    beacon_sequence_stamp(&new_owner, NOW - 3600 * SEC, &a);
+    assert_int_equal(a.ts, NOW + 11);
+    assert_int_equal(a.seq, 0);
+    beacon_sequence_stamp(&old_owner, NOW - 3600 * SEC, &a);
+    assert_int_equal(a.ts, NOW + 12);
+    assert_int_equal(a.seq, 2);
+    beacon_sequence_stamp(&new_owner, NOW + 20, &a);
+    assert_int_equal(a.ts, NOW + 20);
+    assert_int_equal(shared, (apr_uint64_t)(NOW + 20));
+    /* the sequence's own last_ts is not used */
+    assert_int_equal(old_owner.last_ts, 0);
+}
+
+/* The repeats of state=leaving: rising, within the first second, and
+ * none past the last. */
+static void leaving_repeats_rise_within_a_second(void **state)
+{
+    apr_interval_time_t last = 0;
+    unsigned i;
+
+    (void)state;
+    assert_true(BEACON_LEAVING_REPEATS >= 2);
+    for (i = 0; i < BEACON_LEAVING_REPEATS; i++) {
+        apr_interval_time_t at = beacon_leaving_repeat_at(i);
+
+        assert_true(at > last);
+        assert_true(at < apr_time_from_sec(1));
+        last = at;
+    }
+    assert_int_equal(beacon_leaving_repeat_at(BEACON_LEAVING_REPEATS), 0);
+    /* the wait: until it is due, none after, never more than its offset */
+    last = beacon_leaving_repeat_at(0);
+    assert_int_equal(beacon_leaving_repeat_wait(NOW, 0, NOW), last);
+    assert_int_equal(beacon_leaving_repeat_wait(NOW, 0, NOW + last / 2),
+                     last - last / 2);
+    assert_int_equal(beacon_leaving_repeat_wait(NOW, 0, NOW + last), 0);
+    assert_int_equal(beacon_leaving_repeat_wait(NOW, 0, NOW + SEC), 0);
+    assert_int_equal(beacon_leaving_repeat_wait(NOW, 0, NOW - 3600 * SEC), 0);
+}
+
 /* A sender whose clock steps back 5 s keeps being accepted. */
 static void a_stamped_sender_survives_its_clock_stepping_back(void **state)
 {
@@ -516,7 +574,7 @@ static void a_stamped_sender_survives_its_clock_stepping_back(void **state)
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {"http://10.0.0.5:8080", "web-1", 4242, -1, -1,
                                NULL, NULL, NULL, NULL};
-    beacon_sequence_t s = {0, 0};
+    beacon_sequence_t s = {0, 0, NULL};
     char buf[256];
     size_t i;
 
@@ -1272,6 +1330,8 @@ int main(void)
         cmocka_unit_test(format_refuses_a_pid_or_seq_of_19_digits),
         cmocka_unit_test(format_stops_at_the_datagram_limit_and_the_buffer_size),
         cmocka_unit_test(sequence_stamp_counts_and_never_goes_backwards),
+        cmocka_unit_test(leaving_repeats_rise_within_a_second),
+        cmocka_unit_test(sequences_sharing_their_ts_rise_across_them),
         cmocka_unit_test(a_stamped_sender_survives_its_clock_stepping_back),
         cmocka_unit_test(parse_decimal_takes_1_to_18_plain_digits),
         cmocka_unit_test(span_number_is_the_decimal_or_minus_one),
