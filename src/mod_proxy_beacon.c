@@ -29,6 +29,7 @@
 #include "mod_proxy_beacon_receiver.h"
 #include "mod_proxy_beacon_sender.h"
 #include "mod_proxy_beacon_status.h"
+#include "mod_proxy_beacon_worker.h"
 
 #include <ap_mpm.h>
 #include <ap_provider.h>
@@ -49,7 +50,7 @@ static const char *receiver_problem(apr_pool_t *p, server_rec *s,
     if (conf->nkeys == 0) {
         return "ProxyBeaconSecret is required";
     }
-    if (!beacon_proxy_linked()) {
+    if (!beacon_worker_linked()) {
         return "mod_proxy is required by ProxyBeaconListen: load it "
                "before mod_proxy_beacon";
     }

@@ -1,60 +1,31 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * The balancer side of the adapter (see mod_proxy_beacon_balancer.h).
- *
- * mod_proxy's functions are weak references, resolved when this DSO is
- * loaded: a backend that only sends loads the module without mod_proxy,
- * and a receiver whose mod_proxy is missing (or loaded after us) is told
- * so at configuration time instead of failing to start with "undefined
- * symbol".
+ * Beacon's policy on a balancer (see mod_proxy_beacon_balancer.h): what
+ * a member is, when it is added, adopted, taken out of rotation or back,
+ * what its backend announces of itself, and what the registry keeps of
+ * it. httpd's side of each step is mod_proxy_beacon_worker.c's.
  */
 
 #include "mod_proxy_beacon_balancer.h"
-#include "mod_proxy_beacon_recycle.h"
-#include "mod_proxy_beacon_target.h"
 
 #include <apr_strings.h>
-#include <ap_provider.h>
-#include <ap_slotmem.h>
-#include <mod_proxy.h>
 
-#pragma weak proxy_module
-#pragma weak ap_proxy_get_balancer
-#pragma weak ap_proxy_sync_balancer
-#pragma weak ap_proxy_define_worker_ex
-#pragma weak ap_proxy_share_worker
-#pragma weak ap_proxy_initialize_worker
-#pragma weak ap_proxy_parse_wstatus
-#pragma weak ap_proxy_hashfunc
-
-int beacon_proxy_linked(void)
-{
-    return &proxy_module != NULL && ap_proxy_get_balancer != NULL &&
-           ap_proxy_sync_balancer != NULL && ap_proxy_define_worker_ex != NULL &&
-           ap_proxy_share_worker != NULL && ap_proxy_initialize_worker != NULL &&
-           ap_proxy_parse_wstatus != NULL && ap_proxy_hashfunc != NULL;
-}
+struct beacon_target {
+    beacon_workers w;
+    beacon_registry *registry;
+    beacon_member_policy policy;
+};
 
 int beacon_proxy_can_recycle(void)
 {
-    return beacon_target_addresses_expire();
-}
-
-static proxy_server_conf *proxy_conf(server_rec *s)
-{
-    return ap_get_module_config(s->module_config, &proxy_module);
-}
-
-static const char *balancer_url(apr_pool_t *p, const char *name)
-{
-    return apr_pstrcat(p, BALANCER_PREFIX, name, NULL);
+    return beacon_worker_addresses_expire();
 }
 
 const char *beacon_proxy_check_balancer(apr_pool_t *p, server_rec *s,
                                         const char *name)
 {
-    if (ap_proxy_get_balancer(p, proxy_conf(s), balancer_url(p, name), 0)) {
+    if (beacon_worker_balancer(p, s, name)) {
         return NULL;
     }
     return apr_psprintf(p, "ProxyBeaconBalancer: balancer://%s is not defined "
@@ -65,8 +36,7 @@ const char *beacon_proxy_check_balancer(apr_pool_t *p, server_rec *s,
 int beacon_proxy_configured_growth(apr_pool_t *p, server_rec *s,
                                    const char *name)
 {
-    proxy_balancer *b = ap_proxy_get_balancer(p, proxy_conf(s),
-                                              balancer_url(p, name), 0);
+    proxy_balancer *b = beacon_worker_balancer(p, s, name);
 
     return b ? b->growth : -1;
 }
@@ -74,17 +44,23 @@ int beacon_proxy_configured_growth(apr_pool_t *p, server_rec *s,
 const void *beacon_proxy_balancer_identity(apr_pool_t *p, server_rec *s,
                                            const char *name)
 {
-    proxy_balancer *b = ap_proxy_get_balancer(p, proxy_conf(s),
-                                              balancer_url(p, name), 0);
+    proxy_balancer *b = beacon_worker_balancer(p, s, name);
 
     /* a virtual host's copy of an inherited balancer shares its state */
     return b ? (const void *)b->s : NULL;
 }
 
+/* The registry entry of url in t's balancer, or NULL: beacon's members
+ * are those that have one. */
+static beacon_entry *entry_of(const beacon_target *t, const char *url)
+{
+    return beacon_registry_find(t->registry, t->w.b->s->name, url);
+}
+
 /* Whether beacon created url in this balancer. */
 static int ours(const beacon_target *t, const char *url)
 {
-    return beacon_target_entry(t, url) != NULL;
+    return entry_of(t, url) != NULL;
 }
 
 beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
@@ -95,11 +71,7 @@ beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
     beacon_target *t = apr_pcalloc(pconf, sizeof(*t));
     beacon_registry_header *header;
 
-    t->s = s;
-    t->conf = proxy_conf(s);
-    t->b = ap_proxy_get_balancer(pconf, t->conf,
-                                 balancer_url(pconf, balancer_name), 0);
-    if (t->b == NULL || t->b->s == NULL || t->b->wslot == NULL) {
+    if (!beacon_worker_open(&t->w, pconf, s, balancer_name)) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00006)
                      "balancer://%s has no shared memory yet: is "
                      "mod_proxy_balancer loaded?", balancer_name);
@@ -111,7 +83,7 @@ beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
         return NULL;
     }
     header = beacon_registry_header_of(t->registry);
-    if (header && !t->b->s->max_attempts_set) {
+    if (header && !t->w.b->s->max_attempts_set) {
         /* a new generation without BalancerPersist: nothing beacon wrote
          * of the balancer is left */
         header->max_attempts = -1;
@@ -119,13 +91,164 @@ beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
     return t;
 }
 
+/*
+ * maxattempts as httpd sets it for static members (members minus one), for
+ * a balancer beacon fills at runtime, only while the value is beacon's:
+ * one the configuration set before beacon wrote any, or one typed into
+ * balancer-manager (which writes the value, not the flag that puts it in
+ * effect) differs from what beacon wrote last, and is the admin's. Then
+ * beacon only puts it in effect, and never changes it.
+ */
+static void count_failover(beacon_target *t)
+{
+    proxy_balancer *b = t->w.b;
+    proxy_balancer_shared *bs = b->s;
+    beacon_registry_header *h = beacon_registry_header_of(t->registry);
+    int admins;
+
+    if (h == NULL || b->workers->nelts < 2) {
+        return;
+    }
+    admins = h->max_attempts >= 0 ? bs->max_attempts != h->max_attempts
+                                  : bs->max_attempts_set || bs->max_attempts != 0;
+    if (!admins) {
+        bs->max_attempts = h->max_attempts = b->workers->nelts - 1;
+    }
+    bs->max_attempts_set = 1;
+}
+
+int beacon_proxy_restore(beacon_target *t, apr_pool_t *p, int *forgotten)
+{
+    int restored = beacon_restore_members(&t->w, t->registry, &t->policy, p,
+                                          forgotten);
+
+    if (restored > 0) {
+        count_failover(t);
+    }
+    return restored;
+}
+
+int beacon_proxy_keep(beacon_target *t, apr_time_t now, apr_pool_t *p)
+{
+    return beacon_restore_keep(&t->w, t->registry, &t->policy, now, p);
+}
+
+void beacon_proxy_keep_at_stop(beacon_target *t)
+{
+    beacon_restore_keep_at_stop(&t->w, t->registry);
+}
+
 void beacon_proxy_sync(beacon_target *t)
 {
-    if (t->b->s->wupdated > t->b->wupdated && beacon_target_thread_lock(t) == APR_SUCCESS) {
-        ap_proxy_sync_balancer(t->b, t->s, t->conf);
-        beacon_target_thread_unlock(t);
+    beacon_worker_pick_up(&t->w);
+}
+
+/* Beacon takes a member out of rotation (or back): the registry keeps
+ * when, and how often httpd had elected it then, for recycling's G1. */
+static void mark_out(beacon_entry *e, const proxy_worker_shared *shm, int out)
+{
+    if (out && !e->out) {
+        e->out_since = apr_time_now();
+        e->elected_at_out = shm->elected;
+    }
+    e->out = out != 0;
+    if (!out) {
+        e->forgotten = 0;
     }
 }
+
+/* ------------------------------------------------------------------ */
+/* What a backend announces of itself                                  */
+
+static int attrs_differ(const proxy_worker_shared *shm,
+                        const beacon_member_attrs *attrs)
+{
+    return attrs != NULL &&
+           ((attrs->route[0] && strcmp(attrs->route, shm->route) != 0) ||
+            (attrs->lbfactor && attrs->lbfactor != shm->lbfactor));
+}
+
+/* The member other than shm whose route is route, or NULL. */
+static proxy_worker *route_holder(const beacon_target *t,
+                                  const proxy_worker_shared *shm,
+                                  const char *route)
+{
+    proxy_worker **w = (proxy_worker **)t->w.b->workers->elts;
+    int i;
+
+    for (i = 0; i < t->w.b->workers->nelts; i++) {
+        if (w[i]->s != shm && strcmp(w[i]->s->route, route) == 0) {
+            return w[i];
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Whether the holder of a route gives it up to a member whose backend
+ * announces it: when beacon took the holder out of rotation (a departed
+ * backend whose replacement announces the same jvmRoute). A member in
+ * rotation, or one the admin configured or stopped, keeps it.
+ */
+static int gives_up_route(const beacon_target *t, const proxy_worker *holder)
+{
+    const beacon_entry *e = entry_of(t, holder->s->name_ex);
+
+    return e != NULL && e->out && (holder->s->status & PROXY_WORKER_DISABLED) &&
+           !(holder->s->status & BEACON_ADMIN_FLAGS);
+}
+
+static void apply_route(beacon_target *t, beacon_entry *e,
+                        proxy_worker_shared *shm, const char *route)
+{
+    proxy_worker *holder = route_holder(t, shm, route);
+    apr_time_t now = apr_time_now();
+
+    if (holder != NULL && gives_up_route(t, holder)) {
+        holder->s->route[0] = '\0';
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->w.s, BCNLOGNO(00140)
+                     "route %s of %s, out of rotation, goes to %s in %s",
+                     route, holder->s->name_ex, e->url, t->w.b->s->name);
+    }
+    else if (holder != NULL) {
+        /* stickiness must name one member: the later one goes without */
+        if (now - e->route_refused_at >= BEACON_LOG_EVERY) {
+            e->route_refused_at = now;
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, t->w.s, BCNLOGNO(00093)
+                         "route %s already used by %s in %s: %s joins "
+                         "without it", route, holder->s->name_ex,
+                         t->w.b->s->name, e->url);
+        }
+        return;
+    }
+    apr_cpystrn(shm->route, route, sizeof(shm->route));
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->w.s, BCNLOGNO(00094)
+                 "changed route of %s to %s in %s", e->url, route,
+                 t->w.b->s->name);
+}
+
+/* What the backend announces is compared with the member as it is, not
+ * with the last announcement: a value the member lost (a restart gave
+ * back an older one, an admin typed another) is set again. */
+static void apply_attrs(beacon_target *t, beacon_entry *e,
+                        proxy_worker_shared *shm,
+                        const beacon_member_attrs *attrs)
+{
+    if (attrs == NULL) {
+        return;
+    }
+    if (attrs->route[0] && strcmp(attrs->route, shm->route) != 0) {
+        apply_route(t, e, shm, attrs->route);
+    }
+    if (attrs->lbfactor && attrs->lbfactor != shm->lbfactor) {
+        shm->lbfactor = attrs->lbfactor;
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->w.s, BCNLOGNO(00095)
+                     "changed lbfactor of %s to %d.%02d in %s", e->url,
+                     attrs->lbfactor / 100, attrs->lbfactor % 100,
+                     t->w.b->s->name);
+    }
+}
+
 
 /*
  * A member comes back into rotation: clear D, and nothing else of the
@@ -141,7 +264,7 @@ static void enable_returning(proxy_worker_shared *shm)
     if (shm->status & PROXY_WORKER_IN_ERROR) {
         shm->error_time = 0;
     }
-    beacon_target_set_disabled_flag(shm, 0);
+    beacon_worker_set_disabled(shm, 0);
 }
 
 /* No free slot: the slot of a long-gone member, renamed to url and put
@@ -150,14 +273,16 @@ static beacon_add_result recycle_for(beacon_target *t, const char *url,
                                      const beacon_member_attrs *attrs,
                                      apr_pool_t *p, beacon_add_info *info)
 {
-    proxy_worker *w = beacon_recycle_take(t, url, p, info);
+    proxy_worker *w = beacon_recycle_take(&t->w, t->registry, t->policy.params,
+                                          url, p, &info->recycled,
+                                          &info->ready_at);
     beacon_entry *e;
 
-    if (w == NULL || (e = beacon_target_entry(t, url)) == NULL) {
+    if (w == NULL || (e = entry_of(t, url)) == NULL) {
         return BEACON_ADD_NO_SLOT;
     }
-    beacon_target_apply_attrs(t, e, w->s, attrs);
-    beacon_target_mark_out(e, w->s, 0);
+    apply_attrs(t, e, w->s, attrs);
+    mark_out(e, w->s, 0);
     enable_returning(w->s);
     return BEACON_ADD_RECYCLED;
 }
@@ -169,40 +294,39 @@ static beacon_add_result define_and_share(beacon_target *t, const char *url,
                                           const beacon_member_attrs *attrs,
                                           apr_pool_t *p, beacon_add_info *info)
 {
-    beacon_add_result result;
     beacon_entry *e;
     proxy_worker *w;
     apr_status_t rv;
+    int no_slot;
 
     if (!beacon_registry_has_room(t->registry)) {
         info->why = "the member registry is full";
         return BEACON_ADD_FAILED;
     }
-    w = beacon_target_share_new(t, url, p, &result, &info->why);
+    w = beacon_worker_share_new(&t->w, t->policy.params, url, p, &no_slot,
+                                &info->why);
     if (w == NULL) {
-        return result == BEACON_ADD_NO_SLOT
-                   ? recycle_for(t, url, attrs, p, info)
-                   : result;
+        return no_slot ? recycle_for(t, url, attrs, p, info)
+                       : BEACON_ADD_FAILED;
     }
-    e = beacon_registry_put(t->registry, t->b->s->name, url);
-    beacon_target_note_slot(e, w->s);
-    beacon_target_apply_attrs(t, e, w->s, attrs);
-    if ((rv = ap_proxy_initialize_worker(w, t->s, t->conf->pool)) != APR_SUCCESS) {
+    e = beacon_registry_put(t->registry, t->w.b->s->name, url);
+    beacon_worker_note_slot(e, w->s);
+    apply_attrs(t, e, w->s, attrs);
+    if ((rv = beacon_worker_initialize(&t->w, w)) != APR_SUCCESS) {
         info->why = apr_psprintf(p, "cannot initialize worker: %pm", &rv);
         beacon_registry_forget(e);
-        beacon_target_forget_worker(t->b, w, w->s, 1, (unsigned)w->s->index);
+        beacon_worker_forget(t->w.b, w, w->s, 1, (unsigned)w->s->index);
         return BEACON_ADD_FAILED;
     }
-    beacon_target_list(t->b, w, t->conf->pool);
-    beacon_target_count_failover(t);
-    /* publish: other children sync on their next request */
-    t->b->wupdated = t->b->s->wupdated = w->s->updated = apr_time_now();
+    beacon_worker_list(t->w.b, w, t->w.conf->pool);
+    count_failover(t);
+    beacon_worker_publish(&t->w, w);
     return BEACON_ADD_DONE;
 }
 
 static int is_confirmed(beacon_target *t, const char *url)
 {
-    proxy_worker *w = beacon_target_find(t, url);
+    proxy_worker *w = beacon_worker_find(&t->w, url);
 
     return w != NULL && PROXY_WORKER_IS_INITIALIZED(w) &&
            ours(t, url);
@@ -217,20 +341,20 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
     beacon_entry *e;
 
     memset(info, 0, sizeof(*info));
-    if (beacon_target_lock(t) != APR_SUCCESS) {
+    if (beacon_worker_lock(&t->w) != APR_SUCCESS) {
         info->why = "the balancer's locks failed";
         return BEACON_ADD_FAILED;
     }
-    ap_proxy_sync_balancer(t->b, t->s, t->conf);
-    existing = beacon_target_find(t, url);
+    beacon_worker_sync(&t->w);
+    existing = beacon_worker_find(&t->w, url);
     if (existing != NULL) {
-        if ((e = beacon_target_entry(t, url)) == NULL) {
+        if ((e = entry_of(t, url)) == NULL) {
             result = BEACON_ADD_NOT_OURS;
         }
         else {
-            beacon_target_apply_attrs(t, e, existing->s, attrs);
+            apply_attrs(t, e, existing->s, attrs);
             enable_returning(existing->s);
-            beacon_target_mark_out(e, existing->s, 0);
+            mark_out(e, existing->s, 0);
             result = BEACON_ADD_ADOPTED;
         }
     }
@@ -241,37 +365,37 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
             result = BEACON_ADD_NOT_CONFIRMED;
         }
     }
-    beacon_target_unlock(t);
+    beacon_worker_unlock(&t->w);
     return result;
 }
 
 apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
                                        int disabled)
 {
-    apr_status_t rv = beacon_target_lock(t); /* the registry is written too */
+    apr_status_t rv = beacon_worker_lock(&t->w); /* the registry is written too */
     beacon_entry *e;
     proxy_worker *w;
 
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    ap_proxy_sync_balancer(t->b, t->s, t->conf);
-    w = beacon_target_find(t, url);
-    if (w == NULL || (e = beacon_target_entry(t, url)) == NULL) {
+    beacon_worker_sync(&t->w);
+    w = beacon_worker_find(&t->w, url);
+    if (w == NULL || (e = entry_of(t, url)) == NULL) {
         rv = APR_NOTFOUND;
     }
     else {
         if (disabled) {
             /* Only D: Stopped, Drain and health-check failures are the
              * admin's. */
-            beacon_target_set_disabled_flag(w->s, 1);
+            beacon_worker_set_disabled(w->s, 1);
         }
         else {
             enable_returning(w->s);
         }
-        beacon_target_mark_out(e, w->s, disabled);
+        mark_out(e, w->s, disabled);
     }
-    beacon_target_unlock(t);
+    beacon_worker_unlock(&t->w);
     return rv;
 }
 
@@ -284,15 +408,15 @@ static void apply_changed_attrs(beacon_target *t, const char *url,
     proxy_worker_shared *shm;
     beacon_entry *e;
 
-    if (beacon_target_lock(t) != APR_SUCCESS) {
+    if (beacon_worker_lock(&t->w) != APR_SUCCESS) {
         return; /* logged; the next announcement tries again */
     }
-    if ((e = beacon_target_entry(t, url)) != NULL &&
-        (shm = beacon_target_slot(t, e)) != NULL) {
-        ap_proxy_sync_balancer(t->b, t->s, t->conf); /* routes of all */
-        beacon_target_apply_attrs(t, e, shm, attrs);
+    if ((e = entry_of(t, url)) != NULL &&
+        (shm = beacon_worker_slot(&t->w, e)) != NULL) {
+        beacon_worker_sync(&t->w); /* routes of all */
+        apply_attrs(t, e, shm, attrs);
     }
-    beacon_target_unlock(t);
+    beacon_worker_unlock(&t->w);
 }
 
 /* An accepted announcement of a url that is no member (it waits for a
@@ -300,8 +424,8 @@ static void apply_changed_attrs(beacon_target *t, const char *url,
 static void heard_gone(beacon_target *t, const char *url, apr_int64_t ts,
                        apr_time_t now)
 {
-    beacon_entry *mark = beacon_registry_find_mark(t->registry, t->b->s->name,
-                                                   url);
+    beacon_entry *mark = beacon_registry_find_mark(t->registry,
+                                                   t->w.b->s->name, url);
 
     if (mark != NULL && ts > mark->high_ts) {
         mark->high_ts = ts;
@@ -313,8 +437,8 @@ void beacon_proxy_heard(beacon_target *t, const char *url, int *hint,
                         apr_int64_t ts, apr_time_t now,
                         const beacon_member_attrs *attrs)
 {
-    beacon_entry *e = beacon_registry_find_hinted(t->registry, t->b->s->name,
-                                                  url, hint);
+    beacon_entry *e = beacon_registry_find_hinted(t->registry,
+                                                  t->w.b->s->name, url, hint);
     proxy_worker_shared *shm;
 
     if (e == NULL) {
@@ -327,8 +451,8 @@ void beacon_proxy_heard(beacon_target *t, const char *url, int *hint,
     }
     e->last_heard = now;
     /* a look without the lock; apply_changed_attrs looks again under it */
-    if ((shm = beacon_target_slot(t, e)) != NULL &&
-        beacon_target_attrs_differ(shm, attrs)) {
+    if ((shm = beacon_worker_slot(&t->w, e)) != NULL &&
+        attrs_differ(shm, attrs)) {
         apply_changed_attrs(t, url, attrs);
     }
 }
@@ -344,7 +468,7 @@ static int add_replay_marks(beacon_target *t, apr_pool_t *p,
         beacon_entry *e = beacon_registry_entry(t->registry, i);
 
         if (e && e->state == BEACON_ENTRY_MARK &&
-            strcmp(e->balancer, t->b->s->name) == 0) {
+            strcmp(e->balancer, t->w.b->s->name) == 0) {
             members[n].url = apr_pstrdup(p, e->url);
             members[n].gone = 1;
             members[n].high_ts = e->high_ts;
@@ -362,17 +486,17 @@ int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
     int i, n = 0;
 
     *members = NULL;
-    if (beacon_target_lock(t) != APR_SUCCESS) {
+    if (beacon_worker_lock(&t->w) != APR_SUCCESS) {
         return 0;
     }
-    ap_proxy_sync_balancer(t->b, t->s, t->conf);
-    beacon_recycle_finish(t, p);
-    w = (proxy_worker **)t->b->workers->elts;
+    beacon_worker_sync(&t->w);
+    beacon_recycle_finish(&t->w, t->registry, t->policy.params, p);
+    w = (proxy_worker **)t->w.b->workers->elts;
     /* room for every member and every replay mark the registry holds */
     *members = apr_pcalloc(p, sizeof(beacon_member) *
-                                  (apr_size_t)(t->b->workers->nelts + BEACON_REGISTRY_SIZE));
-    for (i = 0; i < t->b->workers->nelts; i++) {
-        beacon_entry *e = beacon_target_entry(t, w[i]->s->name_ex);
+                                  (apr_size_t)(t->w.b->workers->nelts + BEACON_REGISTRY_SIZE));
+    for (i = 0; i < t->w.b->workers->nelts; i++) {
+        beacon_entry *e = entry_of(t, w[i]->s->name_ex);
 
         if (e) {
             (*members)[n].url = apr_pstrdup(p, e->url);
@@ -383,28 +507,19 @@ int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
         }
     }
     n = add_replay_marks(t, p, *members, n);
-    beacon_target_unlock(t);
+    beacon_worker_unlock(&t->w);
     return n;
 }
 
 void beacon_proxy_growth(beacon_target *t, int *used, int *free_slots,
                          int *recyclable)
 {
-    *free_slots = (int)t->b->storage->num_free_slots(t->b->wslot);
-    *used = t->b->growth - *free_slots;
-    *recyclable = beacon_recycle_count(t, apr_time_now());
+    beacon_worker_growth(&t->w, used, free_slots);
+    *recyclable = beacon_recycle_count(&t->w, t->registry, apr_time_now());
 }
 
 const char *beacon_proxy_worker_flags(beacon_target *t, const char *url,
                                       apr_pool_t *p)
 {
-    const char *flags = NULL;
-    proxy_worker *w;
-
-    if (beacon_target_lock_members(t) == APR_SUCCESS) {
-        w = beacon_target_find(t, url);
-        flags = w ? ap_proxy_parse_wstatus(p, w) : NULL;
-        beacon_target_thread_unlock(t);
-    }
-    return flags;
+    return beacon_worker_flags(&t->w, url, p);
 }

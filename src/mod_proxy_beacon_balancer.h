@@ -1,16 +1,16 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * Everything that touches mod_proxy and mod_proxy_balancer: adding,
- * enabling and disabling the members beacon manages, exactly as
- * balancer-manager does, and the ownership registry that says which
- * members those are.
+ * Beacon's policy on one receiver's balancer: adding, adopting, enabling
+ * and disabling the members beacon manages, exactly as balancer-manager
+ * does, what their backends announce of themselves, and the registry
+ * that says which members those are and what a restart gives back. The
+ * one face of the balancer wing to the parts above it.
  */
 #ifndef MOD_PROXY_BEACON_BALANCER_H
 #define MOD_PROXY_BEACON_BALANCER_H
 
-#include "mod_proxy_beacon_params.h"
-#include "mod_proxy_beacon_util.h"
+#include "mod_proxy_beacon_restore.h"
 
 typedef enum {
     BEACON_ADD_DONE,          /* created, shared, initialized, confirmed */
@@ -49,17 +49,6 @@ typedef struct {
     apr_int64_t high_ts;    /* its replay mark, kept across owners */
     apr_time_t last_heard;  /* gone: when the mark was taken */
 } beacon_member;
-
-/* How a receiver's members live and die (its directives). */
-typedef struct {
-    apr_interval_time_t timeout;  /* lease; 0 = never evict */
-    apr_interval_time_t forget;   /* silence after which it is forgotten */
-    apr_interval_time_t replay_span; /* 2 x MaxSkew: a replay mark's life */
-    const beacon_member_params *params; /* ProxyBeaconMemberParams */
-} beacon_member_policy;
-
-/* Whether mod_proxy's functions resolved (it was loaded before us). */
-int beacon_proxy_linked(void);
 
 /* Whether this httpd lets beacon reuse growth slots (2.4.59 and later). */
 int beacon_proxy_can_recycle(void);

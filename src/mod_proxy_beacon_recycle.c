@@ -24,8 +24,6 @@
 
 #include <apr_strings.h>
 
-#pragma weak ap_proxy_define_worker_ex
-
 #define MARGIN apr_time_from_sec(1)
 /* httpd's Timeout when a worker has none of its own */
 #define HTTPD_TIMEOUT apr_time_from_sec(60)
@@ -146,16 +144,15 @@ static int same_origin(const proxy_worker_shared *a, const proxy_worker_shared *
 /* httpd's reading of url (scheme, host, port), as a worker it pushes
  * nowhere, with what a new member gets (ProxyBeaconMemberParams); NULL
  * when httpd refuses it. */
-static proxy_worker *template_of(const beacon_target *t, const char *url,
-                                 apr_pool_t *p)
+static proxy_worker *template_of(const beacon_workers *ws,
+                                 const beacon_member_params *params,
+                                 const char *url, apr_pool_t *p)
 {
-    proxy_worker *tmpl = NULL;
+    proxy_worker *tmpl = beacon_worker_template(p, url);
 
-    if (ap_proxy_define_worker_ex(p, &tmpl, NULL, NULL, url,
-                                  AP_PROXY_WORKER_IS_PREFIX) != NULL) {
-        return NULL;
+    if (tmpl != NULL) {
+        beacon_params_apply(p, ws->s, params, tmpl);
     }
-    beacon_params_apply(p, t->s, t->policy.params, tmpl);
     return tmpl;
 }
 
@@ -206,50 +203,56 @@ static void complete(beacon_entry *e, proxy_worker_shared *shm,
     e->state = BEACON_ENTRY_MEMBER;
 }
 
-void beacon_recycle_finish_entry(beacon_target *t, beacon_entry *e,
-                                 proxy_worker_shared *shm, apr_pool_t *p)
+void beacon_recycle_finish_entry(const beacon_workers *ws,
+                                 const beacon_registry *reg,
+                                 const beacon_member_params *params,
+                                 beacon_entry *e, proxy_worker_shared *shm,
+                                 apr_pool_t *p)
 {
-    proxy_worker *tmpl = template_of(t, e->next_url, p);
+    proxy_worker *tmpl = template_of(ws, params, e->next_url, p);
 
-    beacon_registry_put_mark(t->registry, e); /* e->url is still the old one */
+    beacon_registry_put_mark(reg, e); /* e->url is still the old one */
     e->out = 1; /* the new url's first announcement puts it in rotation */
     complete(e, tmpl ? shm : NULL, tmpl);
-    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, t->s, BCNLOGNO(00087)
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ws->s, BCNLOGNO(00087)
                  "finished renaming a slot of %s to %s, left half done by "
-                 "an owner that stopped", t->b->s->name, e->url);
+                 "an owner that stopped", ws->b->s->name, e->url);
 }
 
-void beacon_recycle_finish(beacon_target *t, apr_pool_t *p)
+void beacon_recycle_finish(const beacon_workers *ws, const beacon_registry *reg,
+                           const beacon_member_params *params, apr_pool_t *p)
 {
     unsigned i;
 
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        beacon_entry *e = beacon_registry_entry(t->registry, i);
+        beacon_entry *e = beacon_registry_entry(reg, i);
 
         if (e && e->state == BEACON_ENTRY_RECYCLING &&
-            strcmp(e->balancer, t->b->s->name) == 0) {
-            beacon_recycle_finish_entry(t, e, beacon_target_slot(t, e), p);
+            strcmp(e->balancer, ws->b->s->name) == 0) {
+            beacon_recycle_finish_entry(ws, reg, params, e,
+                                        beacon_worker_slot(ws, e), p);
         }
     }
 }
 
 /* The best slot for url: open gates, another origin, silent longest. */
-static beacon_entry *best_slot(beacon_target *t, const proxy_worker *tmpl,
-                               apr_time_t now, apr_time_t *ready_at,
-                               int *drift)
+static beacon_entry *best_slot(const beacon_workers *ws,
+                               const beacon_registry *reg,
+                               const proxy_worker *tmpl, apr_time_t now,
+                               apr_time_t *ready_at, int *drift)
 {
     beacon_entry *best = NULL;
     unsigned i;
 
     *ready_at = 0;
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        beacon_entry *e = beacon_registry_entry(t->registry, i);
+        beacon_entry *e = beacon_registry_entry(reg, i);
         proxy_worker_shared *shm;
         apr_time_t ready;
         int stuck;
 
-        if (e == NULL || strcmp(e->balancer, t->b->s->name) != 0 ||
-            (shm = beacon_target_slot(t, e)) == NULL ||
+        if (e == NULL || strcmp(e->balancer, ws->b->s->name) != 0 ||
+            (shm = beacon_worker_slot(ws, e)) == NULL ||
             same_origin(shm, tmpl->s)) {
             continue;
         }
@@ -272,33 +275,37 @@ static beacon_entry *best_slot(beacon_target *t, const proxy_worker *tmpl,
     return best;
 }
 
-proxy_worker *beacon_recycle_take(beacon_target *t, const char *url,
-                                  apr_pool_t *p, beacon_add_info *info)
+proxy_worker *beacon_recycle_take(const beacon_workers *ws,
+                                  const beacon_registry *reg,
+                                  const beacon_member_params *params,
+                                  const char *url, apr_pool_t *p,
+                                  const char **recycled, apr_time_t *ready_at)
 {
     proxy_worker *tmpl, *w;
     proxy_worker_shared *shm;
     beacon_entry *e;
     int drift = 0;
 
-    if (!beacon_target_addresses_expire() || (tmpl = template_of(t, url, p)) == NULL ||
-        (e = best_slot(t, tmpl, apr_time_now(), &info->ready_at, &drift)) == NULL) {
+    if (!beacon_worker_addresses_expire() ||
+        (tmpl = template_of(ws, params, url, p)) == NULL ||
+        (e = best_slot(ws, reg, tmpl, apr_time_now(), ready_at, &drift)) == NULL) {
         return NULL;
     }
-    shm = beacon_target_slot(t, e);
-    w = beacon_target_find(t, e->url);
+    shm = beacon_worker_slot(ws, e);
+    w = beacon_worker_find(ws, e->url);
     if (w == NULL || w->s != shm) {
         return NULL; /* not in this child's list: sync first (cannot be) */
     }
     if (drift) {
-        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, t->s, BCNLOGNO(00088)
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ws->s, BCNLOGNO(00088)
                      "%s in %s counted %" APR_SIZE_T_FMT " busy requests "
                      "long after it left rotation (httpd's count drifts); "
-                     "taken as none", e->url, t->b->s->name, shm->busy);
+                     "taken as none", e->url, ws->b->s->name, shm->busy);
     }
-    info->recycled = apr_pstrdup(p, e->url);
+    *recycled = apr_pstrdup(p, e->url);
     /* the old url's replay mark outlives this owner: a replay of what it
      * sent must not bring it back into another slot */
-    beacon_registry_put_mark(t->registry, e);
+    beacon_registry_put_mark(reg, e);
     /* write-ahead: an owner that dies from here on leaves the entry that
      * the next one finishes; the slot stays out of rotation until then */
     apr_cpystrn(e->next_url, url, sizeof(e->next_url));
@@ -307,22 +314,23 @@ proxy_worker *beacon_recycle_take(beacon_target *t, const char *url,
     return w;
 }
 
-int beacon_recycle_count(beacon_target *t, apr_time_t now)
+int beacon_recycle_count(const beacon_workers *ws, const beacon_registry *reg,
+                         apr_time_t now)
 {
     int n = 0;
     unsigned i;
 
-    if (!beacon_target_addresses_expire()) {
+    if (!beacon_worker_addresses_expire()) {
         return 0;
     }
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        beacon_entry *e = beacon_registry_entry(t->registry, i);
+        beacon_entry *e = beacon_registry_entry(reg, i);
         proxy_worker_shared *shm;
         apr_time_t ready;
         int drift;
 
-        if (e && strcmp(e->balancer, t->b->s->name) == 0 &&
-            (shm = beacon_target_slot(t, e)) != NULL &&
+        if (e && strcmp(e->balancer, ws->b->s->name) == 0 &&
+            (shm = beacon_worker_slot(ws, e)) != NULL &&
             slot_gate(e, shm, now, 0, &ready, &drift) == GATE_OPEN) {
             n++;
         }

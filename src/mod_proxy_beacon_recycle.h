@@ -11,27 +11,38 @@
 #ifndef MOD_PROXY_BEACON_RECYCLE_H
 #define MOD_PROXY_BEACON_RECYCLE_H
 
-#include "mod_proxy_beacon_target.h"
+#include "mod_proxy_beacon_worker.h"
 
 /*
+ * The slots of balancer ws whose members registry reg lists; a renamed
+ * slot gets params (ProxyBeaconMemberParams) as a new member does.
+ *
  * Under the balancer's locks: renames the best recyclable slot to url
  * (the write-ahead entry first) and returns its worker, still disabled;
- * NULL when none is eligible now, with info->ready_at set when one may be
- * later. info->recycled names the url that had the slot.
+ * NULL when none is eligible now, with *ready_at set when one may be
+ * later. *recycled (from p) names the url that had the slot.
  */
-proxy_worker *beacon_recycle_take(beacon_target *t, const char *url,
-                                  apr_pool_t *p, beacon_add_info *info);
+proxy_worker *beacon_recycle_take(const beacon_workers *ws,
+                                  const beacon_registry *reg,
+                                  const beacon_member_params *params,
+                                  const char *url, apr_pool_t *p,
+                                  const char **recycled, apr_time_t *ready_at);
 
 /* Under the balancer's locks: finishes the renames an owner that died
  * left half done (registry entries still RECYCLING). */
-void beacon_recycle_finish(beacon_target *t, apr_pool_t *p);
+void beacon_recycle_finish(const beacon_workers *ws, const beacon_registry *reg,
+                           const beacon_member_params *params, apr_pool_t *p);
 
 /* In post_config (no child yet): finishes entry e's rename in slot shm,
  * or just the entry when shm is NULL. */
-void beacon_recycle_finish_entry(beacon_target *t, beacon_entry *e,
-                                 proxy_worker_shared *shm, apr_pool_t *p);
+void beacon_recycle_finish_entry(const beacon_workers *ws,
+                                 const beacon_registry *reg,
+                                 const beacon_member_params *params,
+                                 beacon_entry *e, proxy_worker_shared *shm,
+                                 apr_pool_t *p);
 
 /* How many slots could be recycled now. */
-int beacon_recycle_count(beacon_target *t, apr_time_t now);
+int beacon_recycle_count(const beacon_workers *ws, const beacon_registry *reg,
+                         apr_time_t now);
 
 #endif /* MOD_PROXY_BEACON_RECYCLE_H */

@@ -1,17 +1,8 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
-/*
- * What a restart gives back (see beacon_proxy_restore, beacon_proxy_keep
- * and beacon_proxy_keep_at_stop in mod_proxy_beacon_balancer.h): the owner
- * keeps the admin's settings of beacon's members in the registry once a
- * second, marks the long-silent ones forgotten and drops stale replay
- * marks; the parent takes the settings once more at the stop itself, and,
- * before any child of the new generation exists, puts every member back
- * as it was.
- */
+/* What a restart gives back; see mod_proxy_beacon_restore.h. */
 
-#include "mod_proxy_beacon_recycle.h"
-#include "mod_proxy_beacon_target.h"
+#include "mod_proxy_beacon_restore.h"
 
 #include <apr_strings.h>
 #include <ap_slotmem.h>
@@ -73,26 +64,26 @@ static void restore_admin(proxy_worker_shared *shm, const beacon_admin_settings 
 
 /* Silent past ProxyBeaconForget, by wall clock: the proxy's own downtime
  * counts here (a backend gone for an hour is gone), not for the lease. */
-static int silent_past_forget(const beacon_target *t, const beacon_entry *e,
-                              apr_time_t now)
+static int silent_past_forget(const beacon_member_policy *policy,
+                              const beacon_entry *e, apr_time_t now)
 {
-    return t->policy.forget > 0 && now - e->last_heard > t->policy.forget;
+    return policy->forget > 0 && now - e->last_heard > policy->forget;
 }
 
 /* At runtime only a member out of rotation is forgotten: one in rotation
  * is the lease's business (ProxyBeaconTimeout 0 keeps it for ever). */
-static int is_forgettable(const beacon_target *t, const beacon_entry *e,
-                          apr_time_t now)
+static int is_forgettable(const beacon_member_policy *policy,
+                          const beacon_entry *e, apr_time_t now)
 {
-    return e->forgotten || (e->out && silent_past_forget(t, e, now));
+    return e->forgotten || (e->out && silent_past_forget(policy, e, now));
 }
 
 /* A replay mark whose url can send nothing fresh that it accepted. */
-static int is_stale_mark(const beacon_target *t, const beacon_entry *e,
-                         apr_time_t now)
+static int is_stale_mark(const beacon_member_policy *policy,
+                         const beacon_entry *e, apr_time_t now)
 {
     return e->state == BEACON_ENTRY_MARK &&
-           now - e->last_heard > t->policy.replay_span;
+           now - e->last_heard > policy->replay_span;
 }
 
 /* The admin's flags as balancer-manager's letters, for a log line. */
@@ -117,65 +108,70 @@ static const char *admin_letters(apr_pool_t *p, unsigned int flags)
     return text;
 }
 
-/* The entries of t's balancer that are members with a slot, one by one:
+/* The entries of ws's balancer that are members with a slot, one by one:
  * start with *i = 0; NULL when there are no more. */
-static beacon_entry *next_member(beacon_target *t, unsigned *i,
+static beacon_entry *next_member(const beacon_workers *ws,
+                                 const beacon_registry *reg, unsigned *i,
                                  proxy_worker_shared **shm)
 {
     while (*i < BEACON_REGISTRY_SIZE) {
-        beacon_entry *e = beacon_registry_entry(t->registry, (*i)++);
+        beacon_entry *e = beacon_registry_entry(reg, (*i)++);
 
-        if (e && strcmp(e->balancer, t->b->s->name) == 0 &&
+        if (e && strcmp(e->balancer, ws->b->s->name) == 0 &&
             e->state == BEACON_ENTRY_MEMBER &&
-            (*shm = beacon_target_slot(t, e)) != NULL) {
+            (*shm = beacon_worker_slot(ws, e)) != NULL) {
             return e;
         }
     }
     return NULL;
 }
 
-int beacon_proxy_keep(beacon_target *t, apr_time_t now, apr_pool_t *p)
+int beacon_restore_keep(const beacon_workers *ws, const beacon_registry *reg,
+                        const beacon_member_policy *policy, apr_time_t now,
+                        apr_pool_t *p)
 {
     proxy_worker_shared *shm;
     int forgotten = 0;
     unsigned i = 0;
     beacon_entry *e;
 
-    while ((e = next_member(t, &i, &shm)) != NULL) {
+    while ((e = next_member(ws, reg, &i, &shm)) != NULL) {
         if (save_admin(&e->admin, shm)) {
-            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, t->s, BCNLOGNO(00091)
+            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, ws->s, BCNLOGNO(00091)
                          "kept the settings of %s in %s for restarts: "
                          "flags '%s', lbfactor %d, lbset %d, route '%s'",
-                         e->url, t->b->s->name, admin_letters(p, e->admin.flags),
+                         e->url, ws->b->s->name, admin_letters(p, e->admin.flags),
                          e->admin.lbfactor, e->admin.lbset,
                          ap_escape_logitem(p, e->admin.route));
         }
-        if (!e->forgotten && is_forgettable(t, e, now)) {
+        if (!e->forgotten && is_forgettable(policy, e, now)) {
             e->forgotten = 1;
             forgotten++;
-            ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00089)
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, ws->s, BCNLOGNO(00089)
                          "forgot backend %s of %s: silent for %" APR_TIME_T_FMT
                          " s; its slot is free to recycle, and a restart "
-                         "does not restore it", e->url, t->b->s->name,
+                         "does not restore it", e->url, ws->b->s->name,
                          apr_time_sec(now - e->last_heard));
         }
     }
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        if ((e = beacon_registry_entry(t->registry, i)) != NULL &&
-            strcmp(e->balancer, t->b->s->name) == 0 && is_stale_mark(t, e, now)) {
+        if ((e = beacon_registry_entry(reg, i)) != NULL &&
+            strcmp(e->balancer, ws->b->s->name) == 0 &&
+            is_stale_mark(policy, e, now)) {
             beacon_registry_forget(e);
         }
     }
     return forgotten;
 }
 
-void beacon_proxy_keep_at_stop(beacon_target *t)
+void beacon_restore_keep_at_stop(const beacon_workers *ws,
+                                 const beacon_registry *reg)
 {
     proxy_worker_shared *shm;
     unsigned i = 0;
     beacon_entry *e;
 
-    while ((e = next_member(t, &i, &shm)) != NULL) {
+    while ((e = next_member(ws, reg, &i, &shm)) != NULL) {
         save_admin(&e->admin, shm);
     }
 }
@@ -192,35 +188,35 @@ static int is_canonical(const char *url)
 
 /* Drops the slot BalancerPersist brought back for e, if any: no child
  * exists yet, so unlisting it from the parent's list removes it. */
-static void drop_kept_slot(beacon_target *t, const beacon_entry *e)
+static void drop_kept_slot(const beacon_workers *ws, const beacon_entry *e)
 {
-    proxy_worker_shared *shm = beacon_target_slot(t, e);
-    proxy_worker **w = (proxy_worker **)t->b->workers->elts;
+    proxy_worker_shared *shm = beacon_worker_slot(ws, e);
+    proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
     int i;
 
     if (shm == NULL) {
         return;
     }
-    for (i = 0; i < t->b->workers->nelts; i++) {
+    for (i = 0; i < ws->b->workers->nelts; i++) {
         if (w[i]->s == shm) {
-            beacon_target_unlist(t->b, w[i]);
+            beacon_worker_unlist(ws->b, w[i]);
             break;
         }
     }
     shm->hash.def = shm->hash.fnv = 0;
-    t->b->storage->release(t->b->wslot, (unsigned)e->slot);
+    ws->b->storage->release(ws->b->wslot, (unsigned)e->slot);
 }
 
 /* A member the configuration names (a worker of that name that is not
  * beacon's slot): the admin's. */
-static int is_configured(const beacon_target *t, const char *url,
+static int is_configured(const beacon_workers *ws, const char *url,
                          const proxy_worker_shared *kept)
 {
-    proxy_worker **w = (proxy_worker **)t->b->workers->elts;
+    proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
     int i;
 
-    for (i = 0; i < t->b->workers->nelts; i++) {
-        if (w[i]->s != kept && beacon_target_names(w[i]->s->name_ex, url)) {
+    for (i = 0; i < ws->b->workers->nelts; i++) {
+        if (w[i]->s != kept && beacon_worker_names(w[i]->s->name_ex, url)) {
             return 1;
         }
     }
@@ -228,9 +224,10 @@ static int is_configured(const beacon_target *t, const char *url,
 }
 
 /* Whether e was restorable by today's rules; NULL (and why) if not. */
-static const char *unsound_entry(const beacon_target *t, const beacon_entry *e)
+static const char *unsound_entry(const beacon_workers *ws,
+                                 const beacon_entry *e)
 {
-    if (strcmp(e->balancer, t->b->s->name) != 0) {
+    if (strcmp(e->balancer, ws->b->s->name) != 0) {
         return "another balancer's";
     }
     if (!is_canonical(e->url) ||
@@ -246,46 +243,50 @@ static const char *unsound_entry(const beacon_target *t, const beacon_entry *e)
 
 /* The slot e's member gets in this generation: BalancerPersist's, or a
  * new one; NULL (logged) when none can be had. */
-static proxy_worker_shared *slot_for(beacon_target *t, beacon_entry *e,
-                                     apr_pool_t *p)
+static proxy_worker_shared *slot_for(beacon_workers *ws,
+                                     const beacon_member_params *params,
+                                     beacon_entry *e, apr_pool_t *p)
 {
-    proxy_worker_shared *kept = beacon_target_slot(t, e);
-    beacon_add_result result;
+    proxy_worker_shared *kept = beacon_worker_slot(ws, e);
     const char *why = NULL;
     proxy_worker *w;
+    int no_slot;
 
     if (kept) {
         return kept;
     }
-    if ((w = beacon_target_share_new(t, e->url, p, &result, &why)) != NULL) {
-        beacon_target_list(t->b, w, t->conf->pool);
+    if ((w = beacon_worker_share_new(ws, params, e->url, p, &no_slot,
+                                     &why)) != NULL) {
+        beacon_worker_list(ws->b, w, ws->conf->pool);
         return w->s;
     }
-    ap_log_error(APLOG_MARK, APLOG_ERR, 0, t->s, BCNLOGNO(00009)
+    ap_log_error(APLOG_MARK, APLOG_ERR, 0, ws->s, BCNLOGNO(00009)
                  "cannot restore %s in %s: %s; it joins again with its next "
-                 "announcement", e->url, t->b->s->name,
-                 result == BEACON_ADD_NO_SLOT ? "no free growth slot" : why);
+                 "announcement", e->url, ws->b->s->name,
+                 no_slot ? "no free growth slot" : why);
     return NULL;
 }
 
 /* Puts e's member back as it was; 0 when it is not (logged). */
-static int restore_member(beacon_target *t, beacon_entry *e, apr_pool_t *p)
+static int restore_member(beacon_workers *ws,
+                          const beacon_member_params *params, beacon_entry *e,
+                          apr_pool_t *p)
 {
     proxy_worker_shared *shm;
 
-    if (is_configured(t, e->url, beacon_target_slot(t, e))) {
-        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, t->s, BCNLOGNO(00008)
+    if (is_configured(ws, e->url, beacon_worker_slot(ws, e))) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ws->s, BCNLOGNO(00008)
                      "%s is now configured in %s; beacon no longer "
-                     "manages it", e->url, t->b->s->name);
-        drop_kept_slot(t, e);
+                     "manages it", e->url, ws->b->s->name);
+        drop_kept_slot(ws, e);
         beacon_registry_forget(e);
         return 0;
     }
-    if ((shm = slot_for(t, e, p)) == NULL) {
+    if ((shm = slot_for(ws, params, e, p)) == NULL) {
         beacon_registry_forget(e);
         return 0;
     }
-    beacon_target_note_slot(e, shm);
+    beacon_worker_note_slot(e, shm);
     /* in rotation or not as when httpd stopped: the downtime is no lease
      * that lapsed, the new owner gives it a fresh one */
     restore_admin(shm, &e->admin);
@@ -297,55 +298,55 @@ static int restore_member(beacon_target *t, beacon_entry *e, apr_pool_t *p)
     return 1;
 }
 
-int beacon_proxy_restore(beacon_target *t, apr_pool_t *p, int *forgotten)
+int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
+                           const beacon_member_policy *policy, apr_pool_t *p,
+                           int *forgotten)
 {
-    unsigned i, skipped = beacon_registry_damaged(t->registry);
+    unsigned i, skipped = beacon_registry_damaged(reg);
     apr_time_t now = apr_time_now();
     int restored = 0;
 
     *forgotten = 0;
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        beacon_entry *e = beacon_registry_entry(t->registry, i);
+        beacon_entry *e = beacon_registry_entry(reg, i);
 
         if (e == NULL) {
             continue;
         }
-        if (unsound_entry(t, e) != NULL) {
-            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, t->s, BCNLOGNO(00090)
+        if (unsound_entry(ws, e) != NULL) {
+            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, ws->s, BCNLOGNO(00090)
                          "registry entry %u of %s skipped: %s", i,
-                         t->b->s->name, unsound_entry(t, e));
-            drop_kept_slot(t, e);
+                         ws->b->s->name, unsound_entry(ws, e));
+            drop_kept_slot(ws, e);
             beacon_registry_forget(e);
             skipped++;
             continue;
         }
         if (e->state == BEACON_ENTRY_RECYCLING) {
-            beacon_recycle_finish_entry(t, e, beacon_target_slot(t, e), p);
+            beacon_recycle_finish_entry(ws, reg, policy->params, e,
+                                        beacon_worker_slot(ws, e), p);
         }
         if (e->state == BEACON_ENTRY_MARK) {
-            if (is_stale_mark(t, e, now)) {
+            if (is_stale_mark(policy, e, now)) {
                 beacon_registry_forget(e);
             }
         }
-        else if (e->forgotten || silent_past_forget(t, e, now)) {
-            drop_kept_slot(t, e);
+        else if (e->forgotten || silent_past_forget(policy, e, now)) {
+            drop_kept_slot(ws, e);
             beacon_registry_forget(e);
             (*forgotten)++;
         }
-        else if (restore_member(t, e, p)) {
+        else if (restore_member(ws, policy->params, e, p)) {
             restored++;
         }
     }
     if (skipped > 0) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, t->s, BCNLOGNO(00084)
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ws->s, BCNLOGNO(00084)
                      "skipped %u entr%s of the member registry of %s that "
                      "this release cannot read (an older layout, or "
                      "damaged); those members join again with their next "
                      "announcement", skipped, skipped == 1 ? "y" : "ies",
-                     t->b->s->name);
-    }
-    if (restored > 0) {
-        beacon_target_count_failover(t);
+                     ws->b->s->name);
     }
     return restored;
 }

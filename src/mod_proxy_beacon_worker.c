@@ -1,12 +1,18 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * The balancer machinery beacon's parts share (see
- * mod_proxy_beacon_target.h): finding members, the balancer's locks, and
- * defining a worker in a growth slot as balancer-manager does.
+ * httpd's worker primitives (see mod_proxy_beacon_worker.h): finding a
+ * balancer and its members, the balancer's locks, and defining a worker
+ * in a growth slot as balancer-manager does.
+ *
+ * mod_proxy's functions are weak references, resolved when this DSO is
+ * loaded: a backend that only sends loads the module without mod_proxy,
+ * and a receiver whose mod_proxy is missing (or loaded after us) is told
+ * so at configuration time instead of failing to start with "undefined
+ * symbol". Every one of them is here.
  */
 
-#include "mod_proxy_beacon_target.h"
+#include "mod_proxy_beacon_worker.h"
 
 #include <apr_atomic.h>
 #include <apr_strings.h>
@@ -15,9 +21,13 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#pragma weak proxy_module
+#pragma weak ap_proxy_get_balancer
 #pragma weak ap_proxy_sync_balancer
 #pragma weak ap_proxy_define_worker_ex
 #pragma weak ap_proxy_share_worker
+#pragma weak ap_proxy_initialize_worker
+#pragma weak ap_proxy_parse_wstatus
 #pragma weak ap_proxy_hashfunc
 #pragma weak ap_proxy_determine_address
 
@@ -33,9 +43,38 @@
 #define ACQUIRE_TIMEOUT apr_time_from_sec(1)
 #define IDLE_TTL apr_time_from_sec(5)
 
-int beacon_target_addresses_expire(void)
+int beacon_worker_linked(void)
+{
+    return &proxy_module != NULL && ap_proxy_get_balancer != NULL &&
+           ap_proxy_sync_balancer != NULL && ap_proxy_define_worker_ex != NULL &&
+           ap_proxy_share_worker != NULL && ap_proxy_initialize_worker != NULL &&
+           ap_proxy_parse_wstatus != NULL && ap_proxy_hashfunc != NULL;
+}
+
+int beacon_worker_addresses_expire(void)
 {
     return ap_proxy_determine_address != NULL;
+}
+
+static proxy_server_conf *proxy_conf(server_rec *s)
+{
+    return ap_get_module_config(s->module_config, &proxy_module);
+}
+
+proxy_balancer *beacon_worker_balancer(apr_pool_t *p, server_rec *s,
+                                       const char *name)
+{
+    return ap_proxy_get_balancer(p, proxy_conf(s),
+                                 apr_pstrcat(p, BALANCER_PREFIX, name, NULL), 0);
+}
+
+int beacon_worker_open(beacon_workers *ws, apr_pool_t *pconf, server_rec *s,
+                       const char *name)
+{
+    ws->s = s;
+    ws->conf = proxy_conf(s);
+    ws->b = beacon_worker_balancer(pconf, s, name);
+    return ws->b != NULL && ws->b->s != NULL && ws->b->wslot != NULL;
 }
 
 static void member_settings(proxy_worker *w)
@@ -53,15 +92,10 @@ static void member_settings(proxy_worker *w)
     /* connections to an old address do not pile up in the pools */
     s->ttl = IDLE_TTL;
     s->smax = 0;
-    if (beacon_target_addresses_expire()) {
+    if (beacon_worker_addresses_expire()) {
         s->address_ttl = ADDRESS_TTL;
         s->address_ttl_set = 1;
     }
-}
-
-beacon_entry *beacon_target_entry(const beacon_target *t, const char *url)
-{
-    return beacon_registry_find(t->registry, t->b->s->name, url);
 }
 
 /*
@@ -70,7 +104,7 @@ beacon_entry *beacon_target_entry(const beacon_target *t, const char *url)
  * and it is still the same member: names are compared in canonical form.
  * A name with a path or a socket is no origin and never matches.
  */
-int beacon_target_names(const char *name, const char *url)
+int beacon_worker_names(const char *name, const char *url)
 {
     char canonical[BEACON_URL_MAX];
 
@@ -80,13 +114,13 @@ int beacon_target_names(const char *name, const char *url)
             strcmp(canonical, url) == 0);
 }
 
-proxy_worker *beacon_target_find(const beacon_target *t, const char *url)
+proxy_worker *beacon_worker_find(const beacon_workers *ws, const char *url)
 {
-    proxy_worker **w = (proxy_worker **)t->b->workers->elts;
+    proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
     int i;
 
-    for (i = 0; i < t->b->workers->nelts; i++) {
-        if (beacon_target_names(w[i]->s->name_ex, url)) {
+    for (i = 0; i < ws->b->workers->nelts; i++) {
+        if (beacon_worker_names(w[i]->s->name_ex, url)) {
             return w[i];
         }
     }
@@ -104,10 +138,10 @@ static proxy_worker_shared *slot_shm(const proxy_balancer *b, int i)
     return shm;
 }
 
-proxy_worker_shared *beacon_target_slot(const beacon_target *t,
+proxy_worker_shared *beacon_worker_slot(const beacon_workers *ws,
                                         const beacon_entry *e)
 {
-    proxy_worker_shared *shm = slot_shm(t->b, e->slot);
+    proxy_worker_shared *shm = slot_shm(ws->b, e->slot);
 
     return shm && shm->hash.def == e->hash_def && shm->hash.fnv == e->hash_fnv &&
                    (shm->hash.def || shm->hash.fnv)
@@ -120,56 +154,70 @@ proxy_worker_shared *beacon_target_slot(const beacon_target *t,
  * that fails is said, with the balancer's name, and nothing is changed
  * without it. Returns rv.
  */
-static apr_status_t lock_said(beacon_target *t, apr_status_t rv,
+static apr_status_t lock_said(beacon_workers *ws, apr_status_t rv,
                               const char *action, const char *which)
 {
     if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, t->s, BCNLOGNO(00014)
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, ws->s, BCNLOGNO(00014)
                      "cannot %s the %s lock of %s", action, which,
-                     t->b->s->name);
+                     ws->b->s->name);
     }
     return rv;
 }
 
-apr_status_t beacon_target_thread_lock(beacon_target *t)
+apr_status_t beacon_worker_thread_lock(beacon_workers *ws)
 {
-    return lock_said(t, PROXY_THREAD_LOCK(t->b), "take", "thread");
+    return lock_said(ws, PROXY_THREAD_LOCK(ws->b), "take", "thread");
 }
 
-void beacon_target_thread_unlock(beacon_target *t)
+void beacon_worker_thread_unlock(beacon_workers *ws)
 {
-    lock_said(t, PROXY_THREAD_UNLOCK(t->b), "release", "thread");
+    lock_said(ws, PROXY_THREAD_UNLOCK(ws->b), "release", "thread");
 }
 
-apr_status_t beacon_target_lock(beacon_target *t)
+apr_status_t beacon_worker_lock(beacon_workers *ws)
 {
-    apr_status_t rv = beacon_target_thread_lock(t);
+    apr_status_t rv = beacon_worker_thread_lock(ws);
 
     if (rv == APR_SUCCESS &&
-        (rv = lock_said(t, PROXY_GLOBAL_LOCK(t->b), "take", "global"))
+        (rv = lock_said(ws, PROXY_GLOBAL_LOCK(ws->b), "take", "global"))
             != APR_SUCCESS) {
-        beacon_target_thread_unlock(t);
+        beacon_worker_thread_unlock(ws);
     }
     return rv;
 }
 
-void beacon_target_unlock(beacon_target *t)
+void beacon_worker_unlock(beacon_workers *ws)
 {
-    lock_said(t, PROXY_GLOBAL_UNLOCK(t->b), "release", "global");
-    beacon_target_thread_unlock(t);
+    lock_said(ws, PROXY_GLOBAL_UNLOCK(ws->b), "release", "global");
+    beacon_worker_thread_unlock(ws);
+}
+
+void beacon_worker_sync(beacon_workers *ws)
+{
+    ap_proxy_sync_balancer(ws->b, ws->s, ws->conf);
+}
+
+void beacon_worker_pick_up(beacon_workers *ws)
+{
+    if (ws->b->s->wupdated > ws->b->wupdated &&
+        beacon_worker_thread_lock(ws) == APR_SUCCESS) {
+        beacon_worker_sync(ws);
+        beacon_worker_thread_unlock(ws);
+    }
 }
 
 /*
  * This child's member list, current and held still: request threads of
  * this child add to it when they sync, so it is walked under the thread
- * lock (as httpd's pre_request syncs under it). beacon_target_thread_unlock() after.
+ * lock (as httpd's pre_request syncs under it). beacon_worker_thread_unlock() after.
  */
-apr_status_t beacon_target_lock_members(beacon_target *t)
+apr_status_t beacon_worker_lock_members(beacon_workers *ws)
 {
-    apr_status_t rv = beacon_target_thread_lock(t);
+    apr_status_t rv = beacon_worker_thread_lock(ws);
 
     if (rv == APR_SUCCESS) {
-        ap_proxy_sync_balancer(t->b, t->s, t->conf);
+        beacon_worker_sync(ws);
     }
     return rv;
 }
@@ -193,7 +241,7 @@ static void reserve_occupied_slots(proxy_balancer *b)
 }
 
 /* Takes w off this child's member list, wherever it stands. */
-void beacon_target_unlist(proxy_balancer *b, const proxy_worker *w)
+void beacon_worker_unlist(proxy_balancer *b, const proxy_worker *w)
 {
     proxy_worker **list = (proxy_worker **)b->workers->elts;
     int i, found = 0;
@@ -216,11 +264,11 @@ void beacon_target_unlist(proxy_balancer *b, const proxy_worker *w)
  * half-built worker in this child's list (a request would use it) and no
  * claimed slot in shm.
  */
-void beacon_target_forget_worker(proxy_balancer *b, const proxy_worker *w,
+void beacon_worker_forget(proxy_balancer *b, const proxy_worker *w,
                           proxy_worker_shared *shm, int have_slot,
                           unsigned idx)
 {
-    beacon_target_unlist(b, w);
+    beacon_worker_unlist(b, w);
     if (have_slot) {
         if (shm) {
             shm->hash.def = shm->hash.fnv = 0;
@@ -269,27 +317,28 @@ static void salt_identity(proxy_worker *w)
  * *why (from p) says what went wrong; the caller logs it, rate-limited
  * where a peer can repeat it.
  */
-proxy_worker *beacon_target_share_new(beacon_target *t, const char *url,
-                                      apr_pool_t *p, beacon_add_result *result,
-                                      const char **why)
+proxy_worker *beacon_worker_share_new(beacon_workers *ws,
+                                      const beacon_member_params *params,
+                                      const char *url, apr_pool_t *p,
+                                      int *no_slot, const char **why)
 {
-    proxy_balancer *b = t->b;
+    proxy_balancer *b = ws->b;
     proxy_worker_shared *shm = NULL;
     proxy_worker *w = NULL;
     unsigned idx = 0;
     apr_status_t rv;
     char *err;
 
-    *result = BEACON_ADD_FAILED;
+    *no_slot = 0;
     *why = NULL;
     if (b->storage->num_free_slots(b->wslot) == 0) {
-        *result = BEACON_ADD_NO_SLOT;
+        *no_slot = 1;
         return NULL;
     }
     reserve_occupied_slots(b);
     /* defined for no balancer: it joins this child's list only once it is
-     * whole (beacon_target_list) */
-    err = ap_proxy_define_worker_ex(t->conf->pool, &w, NULL, NULL, url,
+     * whole (beacon_worker_list) */
+    err = ap_proxy_define_worker_ex(ws->conf->pool, &w, NULL, NULL, url,
                                     AP_PROXY_WORKER_IS_PREFIX);
     if (err != NULL) {
         *why = apr_pstrcat(p, "cannot define worker: ", err, NULL);
@@ -298,14 +347,14 @@ proxy_worker *beacon_target_share_new(beacon_target *t, const char *url,
     w->balancer = b;
     /* httpd's mark of a worker outside any balancer */
     w->s->status &= ~(unsigned int)PROXY_WORKER_IGNORE_ERRORS;
-    PROXY_COPY_CONF_PARAMS(w, t->conf);
+    PROXY_COPY_CONF_PARAMS(w, ws->conf);
     member_settings(w);
-    beacon_params_apply(t->conf->pool, t->s, t->policy.params, w);
+    beacon_params_apply(ws->conf->pool, ws->s, params, w);
     salt_identity(w);
     if ((rv = b->storage->grab(b->wslot, &idx)) != APR_SUCCESS) {
-        beacon_target_forget_worker(b, w, NULL, 0, 0);
+        beacon_worker_forget(b, w, NULL, 0, 0);
         if (rv == APR_EINVAL) {
-            *result = BEACON_ADD_NO_SLOT;
+            *no_slot = 1;
         }
         *why = apr_psprintf(p, "cannot take a growth slot: %pm", &rv);
         return NULL;
@@ -313,14 +362,29 @@ proxy_worker *beacon_target_share_new(beacon_target *t, const char *url,
     if ((rv = b->storage->dptr(b->wslot, idx, (void **)&shm)) != APR_SUCCESS ||
         (rv = ap_proxy_share_worker(w, shm, (int)idx)) != APR_SUCCESS) {
         *why = apr_psprintf(p, "cannot share worker: %pm", &rv);
-        beacon_target_forget_worker(b, w, shm, 1, idx);
+        beacon_worker_forget(b, w, shm, 1, idx);
         return NULL;
     }
-    *result = BEACON_ADD_DONE;
     return w;
 }
 
-void beacon_target_list(proxy_balancer *b, proxy_worker *w, apr_pool_t *pool)
+proxy_worker *beacon_worker_template(apr_pool_t *p, const char *url)
+{
+    proxy_worker *tmpl = NULL;
+
+    if (ap_proxy_define_worker_ex(p, &tmpl, NULL, NULL, url,
+                                  AP_PROXY_WORKER_IS_PREFIX) != NULL) {
+        return NULL;
+    }
+    return tmpl;
+}
+
+apr_status_t beacon_worker_initialize(beacon_workers *ws, proxy_worker *w)
+{
+    return ap_proxy_initialize_worker(w, ws->s, ws->conf->pool);
+}
+
+void beacon_worker_list(proxy_balancer *b, proxy_worker *w, apr_pool_t *pool)
 {
     apr_array_header_t *list = b->workers;
 
@@ -339,51 +403,18 @@ void beacon_target_list(proxy_balancer *b, proxy_worker *w, apr_pool_t *pool)
     list->nelts++;
 }
 
-/*
- * maxattempts as httpd sets it for static members (members minus one), for
- * a balancer beacon fills at runtime, only while the value is beacon's:
- * one the configuration set before beacon wrote any, or one typed into
- * balancer-manager (which writes the value, not the flag that puts it in
- * effect) differs from what beacon wrote last, and is the admin's. Then
- * beacon only puts it in effect, and never changes it.
- */
-void beacon_target_count_failover(beacon_target *t)
+void beacon_worker_publish(beacon_workers *ws, proxy_worker *w)
 {
-    proxy_balancer_shared *bs = t->b->s;
-    beacon_registry_header *h = beacon_registry_header_of(t->registry);
-    int admins;
-
-    if (h == NULL || t->b->workers->nelts < 2) {
-        return;
-    }
-    admins = h->max_attempts >= 0 ? bs->max_attempts != h->max_attempts
-                                  : bs->max_attempts_set || bs->max_attempts != 0;
-    if (!admins) {
-        bs->max_attempts = h->max_attempts = t->b->workers->nelts - 1;
-    }
-    bs->max_attempts_set = 1;
+    ws->b->wupdated = ws->b->s->wupdated = w->s->updated = apr_time_now();
 }
 
+
 /* Where the member lives, for a restart or a recycling to find it. */
-void beacon_target_note_slot(beacon_entry *e, const proxy_worker_shared *shm)
+void beacon_worker_note_slot(beacon_entry *e, const proxy_worker_shared *shm)
 {
     e->slot = shm->index;
     e->hash_def = shm->hash.def;
     e->hash_fnv = shm->hash.fnv;
-}
-
-/* Beacon takes a member out of rotation (or back): the registry keeps
- * when, and how often httpd had elected it then, for recycling's G1. */
-void beacon_target_mark_out(beacon_entry *e, const proxy_worker_shared *shm, int out)
-{
-    if (out && !e->out) {
-        e->out_since = apr_time_now();
-        e->elected_at_out = shm->elected;
-    }
-    e->out = out != 0;
-    if (!out) {
-        e->forgotten = 0;
-    }
 }
 
 /*
@@ -394,7 +425,7 @@ void beacon_target_mark_out(beacon_entry *e, const proxy_worker_shared *shm, int
  * read-modify-writes, which can still lose this one: lease transitions
  * are rare, and the next one writes again.
  */
-void beacon_target_set_disabled_flag(proxy_worker_shared *shm, int disabled)
+void beacon_worker_set_disabled(proxy_worker_shared *shm, int disabled)
 {
     volatile apr_uint32_t *status = (volatile apr_uint32_t *)&shm->status;
     apr_uint32_t old, new;
@@ -406,94 +437,23 @@ void beacon_target_set_disabled_flag(proxy_worker_shared *shm, int disabled)
     } while (apr_atomic_cas32(status, new, old) != old);
 }
 
-/* ------------------------------------------------------------------ */
-/* What a backend announces of itself                                  */
 
-int beacon_target_attrs_differ(const proxy_worker_shared *shm,
-                               const beacon_member_attrs *attrs)
+void beacon_worker_growth(const beacon_workers *ws, int *used, int *free_slots)
 {
-    return attrs != NULL &&
-           ((attrs->route[0] && strcmp(attrs->route, shm->route) != 0) ||
-            (attrs->lbfactor && attrs->lbfactor != shm->lbfactor));
+    *free_slots = (int)ws->b->storage->num_free_slots(ws->b->wslot);
+    *used = ws->b->growth - *free_slots;
 }
 
-/* The member other than shm whose route is route, or NULL. */
-static proxy_worker *route_holder(const beacon_target *t,
-                                  const proxy_worker_shared *shm,
-                                  const char *route)
+const char *beacon_worker_flags(beacon_workers *ws, const char *url,
+                                apr_pool_t *p)
 {
-    proxy_worker **w = (proxy_worker **)t->b->workers->elts;
-    int i;
+    const char *flags = NULL;
+    proxy_worker *w;
 
-    for (i = 0; i < t->b->workers->nelts; i++) {
-        if (w[i]->s != shm && strcmp(w[i]->s->route, route) == 0) {
-            return w[i];
-        }
+    if (beacon_worker_lock_members(ws) == APR_SUCCESS) {
+        w = beacon_worker_find(ws, url);
+        flags = w ? ap_proxy_parse_wstatus(p, w) : NULL;
+        beacon_worker_thread_unlock(ws);
     }
-    return NULL;
-}
-
-/*
- * Whether the holder of a route gives it up to a member whose backend
- * announces it: when beacon took the holder out of rotation (a departed
- * backend whose replacement announces the same jvmRoute). A member in
- * rotation, or one the admin configured or stopped, keeps it.
- */
-static int gives_up_route(const beacon_target *t, const proxy_worker *holder)
-{
-    const beacon_entry *e = beacon_target_entry(t, holder->s->name_ex);
-
-    return e != NULL && e->out && (holder->s->status & PROXY_WORKER_DISABLED) &&
-           !(holder->s->status & BEACON_ADMIN_FLAGS);
-}
-
-static void apply_route(beacon_target *t, beacon_entry *e,
-                        proxy_worker_shared *shm, const char *route)
-{
-    proxy_worker *holder = route_holder(t, shm, route);
-    apr_time_t now = apr_time_now();
-
-    if (holder != NULL && gives_up_route(t, holder)) {
-        holder->s->route[0] = '\0';
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00140)
-                     "route %s of %s, out of rotation, goes to %s in %s",
-                     route, holder->s->name_ex, e->url, t->b->s->name);
-    }
-    else if (holder != NULL) {
-        /* stickiness must name one member: the later one goes without */
-        if (now - e->route_refused_at >= BEACON_LOG_EVERY) {
-            e->route_refused_at = now;
-            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, t->s, BCNLOGNO(00093)
-                         "route %s already used by %s in %s: %s joins "
-                         "without it", route, holder->s->name_ex,
-                         t->b->s->name, e->url);
-        }
-        return;
-    }
-    apr_cpystrn(shm->route, route, sizeof(shm->route));
-    ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00094)
-                 "changed route of %s to %s in %s", e->url, route,
-                 t->b->s->name);
-}
-
-/* What the backend announces is compared with the member as it is, not
- * with the last announcement: a value the member lost (a restart gave
- * back an older one, an admin typed another) is set again. */
-void beacon_target_apply_attrs(beacon_target *t, beacon_entry *e,
-                               proxy_worker_shared *shm,
-                               const beacon_member_attrs *attrs)
-{
-    if (attrs == NULL) {
-        return;
-    }
-    if (attrs->route[0] && strcmp(attrs->route, shm->route) != 0) {
-        apply_route(t, e, shm, attrs->route);
-    }
-    if (attrs->lbfactor && attrs->lbfactor != shm->lbfactor) {
-        shm->lbfactor = attrs->lbfactor;
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00095)
-                     "changed lbfactor of %s to %d.%02d in %s", e->url,
-                     attrs->lbfactor / 100, attrs->lbfactor % 100,
-                     t->b->s->name);
-    }
+    return flags;
 }

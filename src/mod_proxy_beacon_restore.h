@@ -1,0 +1,51 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * What a restart gives back: the owner keeps the admin's settings of
+ * beacon's members in the registry once a second, marks the long-silent
+ * ones forgotten and drops stale replay marks; the parent takes the
+ * settings once more at the stop itself, and, before any child of the new
+ * generation exists, puts every member back as it was.
+ *
+ * Each function works on the members registry reg lists in balancer ws.
+ */
+#ifndef MOD_PROXY_BEACON_RESTORE_H
+#define MOD_PROXY_BEACON_RESTORE_H
+
+#include "mod_proxy_beacon_recycle.h"
+
+/* How a receiver's members live and die (its directives). */
+typedef struct {
+    apr_interval_time_t timeout;  /* lease; 0 = never evict */
+    apr_interval_time_t forget;   /* silence after which it is forgotten */
+    apr_interval_time_t replay_span; /* 2 x MaxSkew: a replay mark's life */
+    const beacon_member_params *params; /* ProxyBeaconMemberParams */
+} beacon_member_policy;
+
+/*
+ * In post_config, before any child exists: puts back the members the
+ * persisted registry lists as they were when httpd stopped (in rotation
+ * or out, with the admin's settings: httpd's downtime is no lapsed lease;
+ * the new owner gives each a fresh one), and forgets those silent past
+ * the policy's forget, downtime included. Returns how many were
+ * restored; *forgotten says how many were forgotten.
+ */
+int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
+                           const beacon_member_policy *policy, apr_pool_t *p,
+                           int *forgotten);
+
+/* Once a second in the owner: keeps the admin's settings of beacon's
+ * members, marks those silent past forget (returned: how many were
+ * newly forgotten; each logged), and drops stale replay marks. */
+int beacon_restore_keep(const beacon_workers *ws, const beacon_registry *reg,
+                        const beacon_member_policy *policy, apr_time_t now,
+                        apr_pool_t *p);
+
+/* In the parent, as the generation ends (graceful, restart, stop), before
+ * the balancer's and the registry's shared memory go: keeps the admin's
+ * settings and what backends announced, as they are at that moment, so
+ * that no edit of the last second is lost. Allocates and logs nothing. */
+void beacon_restore_keep_at_stop(const beacon_workers *ws,
+                                 const beacon_registry *reg);
+
+#endif /* MOD_PROXY_BEACON_RESTORE_H */
