@@ -78,7 +78,7 @@ static const char *receiver_problem(apr_pool_t *p, server_rec *s,
         return problem;
     }
     if (conf->balancer_name) {
-        return beacon_proxy_check_balancer(p, s, conf->balancer_name);
+        return beacon_balancer_check(p, s, conf->balancer_name);
     }
     return NULL;
 }
@@ -118,7 +118,7 @@ static const char *receiver_clash(apr_pool_t *p, server_rec *s,
                "this server";
     }
     if (conf->balancer_name) {
-        me.balancer = beacon_proxy_balancer_identity(p, s, conf->balancer_name);
+        me.balancer = beacon_balancer_identity(p, s, conf->balancer_name);
     }
     for (i = 0; i < seen->nelts; i++) {
         const receiver_seen *other = &APR_ARRAY_IDX(seen, i, receiver_seen);
@@ -174,7 +174,7 @@ static void warn_no_growth(apr_pool_t *p, server_rec *main_s)
         const beacon_server_conf *conf = beacon_role_conf(s, main_s);
 
         if (conf && conf->listen_set && conf->balancer_name &&
-            beacon_proxy_configured_growth(p, s, conf->balancer_name) == 0) {
+            beacon_balancer_configured_growth(p, s, conf->balancer_name) == 0) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00083)
                          "ProxyBeaconBalancer: balancer://%s has no growth "
                          "slots, so no announced backend can join it; give it "

@@ -11,19 +11,19 @@
 
 #include <apr_strings.h>
 
-struct beacon_target {
+struct beacon_balancer {
     beacon_workers w;
     beacon_registry *registry;
     beacon_member_policy policy;
 };
 
-int beacon_proxy_can_recycle(void)
+int beacon_balancer_can_recycle(void)
 {
     return beacon_worker_addresses_expire();
 }
 
-const char *beacon_proxy_check_balancer(apr_pool_t *p, server_rec *s,
-                                        const char *name)
+const char *beacon_balancer_check(apr_pool_t *p, server_rec *s,
+                                  const char *name)
 {
     if (beacon_worker_balancer(p, s, name)) {
         return NULL;
@@ -33,16 +33,16 @@ const char *beacon_proxy_check_balancer(apr_pool_t *p, server_rec *s,
                         "or ProxyPass)", name, name);
 }
 
-int beacon_proxy_configured_growth(apr_pool_t *p, server_rec *s,
-                                   const char *name)
+int beacon_balancer_configured_growth(apr_pool_t *p, server_rec *s,
+                                      const char *name)
 {
     proxy_balancer *b = beacon_worker_balancer(p, s, name);
 
     return b ? b->growth : -1;
 }
 
-const void *beacon_proxy_balancer_identity(apr_pool_t *p, server_rec *s,
-                                           const char *name)
+const void *beacon_balancer_identity(apr_pool_t *p, server_rec *s,
+                                     const char *name)
 {
     proxy_balancer *b = beacon_worker_balancer(p, s, name);
 
@@ -52,23 +52,23 @@ const void *beacon_proxy_balancer_identity(apr_pool_t *p, server_rec *s,
 
 /* The registry entry of url in t's balancer, or NULL: beacon's members
  * are those that have one. */
-static beacon_entry *entry_of(const beacon_target *t, const char *url)
+static beacon_entry *entry_of(const beacon_balancer *t, const char *url)
 {
     return beacon_registry_find(t->registry, t->w.b->s->name, url);
 }
 
 /* Whether beacon created url in this balancer. */
-static int ours(const beacon_target *t, const char *url)
+static int ours(const beacon_balancer *t, const char *url)
 {
     return entry_of(t, url) != NULL;
 }
 
-beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
-                                   const char *balancer_name,
-                                   const char *registry_key,
-                                   const beacon_member_policy *policy)
+beacon_balancer *beacon_balancer_open(apr_pool_t *pconf, server_rec *s,
+                                      const char *balancer_name,
+                                      const char *registry_key,
+                                      const beacon_member_policy *policy)
 {
-    beacon_target *t = apr_pcalloc(pconf, sizeof(*t));
+    beacon_balancer *t = apr_pcalloc(pconf, sizeof(*t));
     beacon_registry_header *header;
 
     if (!beacon_worker_open(&t->w, pconf, s, balancer_name)) {
@@ -99,7 +99,7 @@ beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
  * effect) differs from what beacon wrote last, and is the admin's. Then
  * beacon only puts it in effect, and never changes it.
  */
-static void count_failover(beacon_target *t)
+static void count_failover(beacon_balancer *t)
 {
     proxy_balancer *b = t->w.b;
     proxy_balancer_shared *bs = b->s;
@@ -117,7 +117,7 @@ static void count_failover(beacon_target *t)
     bs->max_attempts_set = 1;
 }
 
-int beacon_proxy_restore(beacon_target *t, apr_pool_t *p, int *forgotten)
+int beacon_balancer_restore(beacon_balancer *t, apr_pool_t *p, int *forgotten)
 {
     int restored = beacon_restore_members(&t->w, t->registry, &t->policy, p,
                                           forgotten);
@@ -128,17 +128,17 @@ int beacon_proxy_restore(beacon_target *t, apr_pool_t *p, int *forgotten)
     return restored;
 }
 
-int beacon_proxy_keep(beacon_target *t, apr_time_t now, apr_pool_t *p)
+int beacon_balancer_keep(beacon_balancer *t, apr_time_t now, apr_pool_t *p)
 {
     return beacon_restore_keep(&t->w, t->registry, &t->policy, now, p);
 }
 
-void beacon_proxy_keep_at_stop(beacon_target *t)
+void beacon_balancer_keep_at_stop(beacon_balancer *t)
 {
     beacon_restore_keep_at_stop(&t->w, t->registry);
 }
 
-void beacon_proxy_sync(beacon_target *t)
+void beacon_balancer_sync(beacon_balancer *t)
 {
     beacon_worker_pick_up(&t->w);
 }
@@ -169,7 +169,7 @@ static int attrs_differ(const proxy_worker_shared *shm,
 }
 
 /* The member other than shm whose route is route, or NULL. */
-static proxy_worker *route_holder(const beacon_target *t,
+static proxy_worker *route_holder(const beacon_balancer *t,
                                   const proxy_worker_shared *shm,
                                   const char *route)
 {
@@ -190,7 +190,7 @@ static proxy_worker *route_holder(const beacon_target *t,
  * backend whose replacement announces the same jvmRoute). A member in
  * rotation, or one the admin configured or stopped, keeps it.
  */
-static int gives_up_route(const beacon_target *t, const proxy_worker *holder)
+static int gives_up_route(const beacon_balancer *t, const proxy_worker *holder)
 {
     const beacon_entry *e = entry_of(t, holder->s->name_ex);
 
@@ -198,7 +198,7 @@ static int gives_up_route(const beacon_target *t, const proxy_worker *holder)
            !(holder->s->status & BEACON_ADMIN_FLAGS);
 }
 
-static void apply_route(beacon_target *t, beacon_entry *e,
+static void apply_route(beacon_balancer *t, beacon_entry *e,
                         proxy_worker_shared *shm, const char *route)
 {
     proxy_worker *holder = route_holder(t, shm, route);
@@ -230,7 +230,7 @@ static void apply_route(beacon_target *t, beacon_entry *e,
 /* What the backend announces is compared with the member as it is, not
  * with the last announcement: a value the member lost (a restart gave
  * back an older one, an admin typed another) is set again. */
-static void apply_attrs(beacon_target *t, beacon_entry *e,
+static void apply_attrs(beacon_balancer *t, beacon_entry *e,
                         proxy_worker_shared *shm,
                         const beacon_member_attrs *attrs)
 {
@@ -269,7 +269,7 @@ static void enable_returning(proxy_worker_shared *shm)
 
 /* No free slot: the slot of a long-gone member, renamed to url and put
  * in rotation; NULL when none is ready (info->ready_at says when). */
-static beacon_add_result recycle_for(beacon_target *t, const char *url,
+static beacon_add_result recycle_for(beacon_balancer *t, const char *url,
                                      const beacon_member_attrs *attrs,
                                      apr_pool_t *p, beacon_add_info *info)
 {
@@ -290,7 +290,7 @@ static beacon_add_result recycle_for(beacon_target *t, const char *url,
 /* A new member in a free slot, with what its backend announces before
  * any request can use it (it is not initialized until then); else in a
  * recycled one. */
-static beacon_add_result define_and_share(beacon_target *t, const char *url,
+static beacon_add_result define_and_share(beacon_balancer *t, const char *url,
                                           const beacon_member_attrs *attrs,
                                           apr_pool_t *p, beacon_add_info *info)
 {
@@ -324,7 +324,7 @@ static beacon_add_result define_and_share(beacon_target *t, const char *url,
     return BEACON_ADD_DONE;
 }
 
-static int is_confirmed(beacon_target *t, const char *url)
+static int is_confirmed(beacon_balancer *t, const char *url)
 {
     proxy_worker *w = beacon_worker_find(&t->w, url);
 
@@ -332,9 +332,9 @@ static int is_confirmed(beacon_target *t, const char *url)
            ours(t, url);
 }
 
-beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
-                                   const beacon_member_attrs *attrs,
-                                   apr_pool_t *p, beacon_add_info *info)
+beacon_add_result beacon_balancer_add(beacon_balancer *t, const char *url,
+                                      const beacon_member_attrs *attrs,
+                                      apr_pool_t *p, beacon_add_info *info)
 {
     beacon_add_result result;
     proxy_worker *existing;
@@ -369,8 +369,8 @@ beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
     return result;
 }
 
-apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
-                                       int disabled)
+apr_status_t beacon_balancer_set_disabled(beacon_balancer *t, const char *url,
+                                          int disabled)
 {
     apr_status_t rv = beacon_worker_lock(&t->w); /* the registry is written too */
     beacon_entry *e;
@@ -402,7 +402,7 @@ apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
 /* A member's route or load factor differs from what its backend
  * announces: applied under the balancer's locks, as balancer-manager
  * edits them. */
-static void apply_changed_attrs(beacon_target *t, const char *url,
+static void apply_changed_attrs(beacon_balancer *t, const char *url,
                                 const beacon_member_attrs *attrs)
 {
     proxy_worker_shared *shm;
@@ -421,7 +421,7 @@ static void apply_changed_attrs(beacon_target *t, const char *url,
 
 /* An accepted announcement of a url that is no member (it waits for a
  * slot): its replay mark, if its old slot went to another, rises too. */
-static void heard_gone(beacon_target *t, const char *url, apr_int64_t ts,
+static void heard_gone(beacon_balancer *t, const char *url, apr_int64_t ts,
                        apr_time_t now)
 {
     beacon_entry *mark = beacon_registry_find_mark(t->registry,
@@ -433,9 +433,9 @@ static void heard_gone(beacon_target *t, const char *url, apr_int64_t ts,
     }
 }
 
-void beacon_proxy_heard(beacon_target *t, const char *url, int *hint,
-                        apr_int64_t ts, apr_time_t now,
-                        const beacon_member_attrs *attrs)
+void beacon_balancer_heard(beacon_balancer *t, const char *url, int *hint,
+                           apr_int64_t ts, apr_time_t now,
+                           const beacon_member_attrs *attrs)
 {
     beacon_entry *e = beacon_registry_find_hinted(t->registry,
                                                   t->w.b->s->name, url, hint);
@@ -459,7 +459,7 @@ void beacon_proxy_heard(beacon_target *t, const char *url, int *hint,
 
 /* The replay marks of t's balancer, written from members[n] on; returns
  * the new count. */
-static int add_replay_marks(beacon_target *t, apr_pool_t *p,
+static int add_replay_marks(beacon_balancer *t, apr_pool_t *p,
                             beacon_member *members, int n)
 {
     unsigned i;
@@ -479,8 +479,8 @@ static int add_replay_marks(beacon_target *t, apr_pool_t *p,
     return n;
 }
 
-int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
-                                beacon_member **members)
+int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
+                                   beacon_member **members)
 {
     proxy_worker **w;
     int i, n = 0;
@@ -511,15 +511,15 @@ int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
     return n;
 }
 
-void beacon_proxy_growth(beacon_target *t, int *used, int *free_slots,
-                         int *recyclable)
+void beacon_balancer_growth(beacon_balancer *t, int *used, int *free_slots,
+                            int *recyclable)
 {
     beacon_worker_growth(&t->w, used, free_slots);
     *recyclable = beacon_recycle_count(&t->w, t->registry, apr_time_now());
 }
 
-const char *beacon_proxy_worker_flags(beacon_target *t, const char *url,
-                                      apr_pool_t *p)
+const char *beacon_balancer_worker_flags(beacon_balancer *t, const char *url,
+                                         apr_pool_t *p)
 {
     return beacon_worker_flags(&t->w, url, p);
 }

@@ -23,7 +23,7 @@ typedef enum {
 } beacon_add_result;
 
 /* One receiver's balancer and registry. */
-typedef struct beacon_target beacon_target;
+typedef struct beacon_balancer beacon_balancer;
 
 /* What a backend announces of itself besides its url (wire format 1.1):
  * the backend owns these; what it does not announce is the admin's. */
@@ -32,7 +32,7 @@ typedef struct {
     int lbfactor;                     /* hundredths; 0: not announced */
 } beacon_member_attrs;
 
-/* What beacon_proxy_add says besides its result. */
+/* What beacon_balancer_add says besides its result. */
 typedef struct {
     const char *why;        /* a failure: what httpd refused (from p) */
     const char *recycled;   /* RECYCLED: the url whose slot it took */
@@ -51,44 +51,39 @@ typedef struct {
 } beacon_member;
 
 /* Whether this httpd lets beacon reuse growth slots (2.4.59 and later). */
-int beacon_proxy_can_recycle(void);
+int beacon_balancer_can_recycle(void);
 
 /* Config-time check of the receiver's balancer; NULL or an error message. */
-const char *beacon_proxy_check_balancer(apr_pool_t *p, server_rec *s,
-                                        const char *name);
+const char *beacon_balancer_check(apr_pool_t *p, server_rec *s,
+                                  const char *name);
 
 /*
  * What makes a configured balancer one balancer, at configuration time:
  * virtual hosts that inherit balancer://name share it (and get the same
  * value); one that defines its own gets another. NULL when undefined.
  */
-const void *beacon_proxy_balancer_identity(apr_pool_t *p, server_rec *s,
-                                           const char *name);
+const void *beacon_balancer_identity(apr_pool_t *p, server_rec *s,
+                                     const char *name);
 
 /* The growth slots the configuration gives the balancer (ProxySet growth,
  * BalancerGrowth); -1 when it is not defined. At configuration time. */
-int beacon_proxy_configured_growth(apr_pool_t *p, server_rec *s,
-                                   const char *name);
+int beacon_balancer_configured_growth(apr_pool_t *p, server_rec *s,
+                                      const char *name);
 
 /* In post_config: the receiver's balancer and its registry of members;
  * registry_key names the receiver (virtual host, bind address). */
-beacon_target *beacon_proxy_target(apr_pool_t *pconf, server_rec *s,
-                                   const char *balancer_name,
-                                   const char *registry_key,
-                                   const beacon_member_policy *policy);
+beacon_balancer *beacon_balancer_open(apr_pool_t *pconf, server_rec *s,
+                                      const char *balancer_name,
+                                      const char *registry_key,
+                                      const beacon_member_policy *policy);
 
-/*
- * In post_config, before any child exists: puts back the members the
- * persisted registry lists as they were when httpd stopped (in rotation
- * or out, with the admin's settings: httpd's downtime is no lapsed lease;
- * the new owner gives each a fresh one), and forgets those silent past
- * the policy's forget, downtime included. Returns how many were
- * restored; *forgotten says how many were forgotten.
- */
-int beacon_proxy_restore(beacon_target *t, apr_pool_t *p, int *forgotten);
+/* What a restart gives back (mod_proxy_beacon_restore.h): in post_config,
+ * the members put back (returned: how many; *forgotten, how many were
+ * forgotten instead), with httpd's failover count for them. */
+int beacon_balancer_restore(beacon_balancer *t, apr_pool_t *p, int *forgotten);
 
 /* Picks up members other processes added, as a request would. */
-void beacon_proxy_sync(beacon_target *t);
+void beacon_balancer_sync(beacon_balancer *t);
 
 /*
  * Adds url as a member, as balancer-manager does, under the balancer's
@@ -97,46 +92,41 @@ void beacon_proxy_sync(beacon_target *t);
  * (mod_proxy_beacon_recycle.c); or finds it there (adopted, or someone
  * else's). info says the rest, for the caller's log line.
  */
-beacon_add_result beacon_proxy_add(beacon_target *t, const char *url,
-                                   const beacon_member_attrs *attrs,
-                                   apr_pool_t *p, beacon_add_info *info);
+beacon_add_result beacon_balancer_add(beacon_balancer *t, const char *url,
+                                      const beacon_member_attrs *attrs,
+                                      apr_pool_t *p, beacon_add_info *info);
 
 /* An accepted announcement of member url: its last-heard time and replay
  * mark, kept for a restart or a new owner, and its route and load factor,
  * applied when they changed (under the balancer's locks, logged). *hint
  * caches where its entry is (start with -1). */
-void beacon_proxy_heard(beacon_target *t, const char *url, int *hint,
-                        apr_int64_t ts, apr_time_t now,
-                        const beacon_member_attrs *attrs);
+void beacon_balancer_heard(beacon_balancer *t, const char *url, int *hint,
+                           apr_int64_t ts, apr_time_t now,
+                           const beacon_member_attrs *attrs);
 
-/* Once a second in the owner: keeps the admin's settings of beacon's
- * members, marks those silent past forget (returned: how many were
- * newly forgotten; each logged), and drops stale replay marks. */
-int beacon_proxy_keep(beacon_target *t, apr_time_t now, apr_pool_t *p);
+/* Once a second in the owner: beacon_restore_keep. */
+int beacon_balancer_keep(beacon_balancer *t, apr_time_t now, apr_pool_t *p);
 
-/* In the parent, as the generation ends (graceful, restart, stop), before
- * the balancer's and the registry's shared memory go: keeps the admin's
- * settings and what backends announced, as they are at that moment, so
- * that no edit of the last second is lost. Allocates and logs nothing. */
-void beacon_proxy_keep_at_stop(beacon_target *t);
+/* In the parent, as the generation ends: beacon_restore_keep_at_stop. */
+void beacon_balancer_keep_at_stop(beacon_balancer *t);
 
 /* Sets or clears the member's Disabled flag, nothing else; APR_NOTFOUND
  * when the member is gone or not beacon's. */
-apr_status_t beacon_proxy_set_disabled(beacon_target *t, const char *url,
-                                       int disabled);
+apr_status_t beacon_balancer_set_disabled(beacon_balancer *t, const char *url,
+                                          int disabled);
 
 /* Members carrying beacon's mark, then the replay marks of urls whose
  * slot went to another (gone); returns how many were written. */
-int beacon_proxy_marked_members(beacon_target *t, apr_pool_t *p,
-                                beacon_member **members);
+int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
+                                   beacon_member **members);
 
 /* Growth of the balancer: slots in use by runtime members, free, and
  * held by members whose slot could be recycled now. */
-void beacon_proxy_growth(beacon_target *t, int *used, int *free_slots,
-                         int *recyclable);
+void beacon_balancer_growth(beacon_balancer *t, int *used, int *free_slots,
+                            int *recyclable);
 
 /* httpd's flag text for a member ("Init Ok "), or NULL when absent. */
-const char *beacon_proxy_worker_flags(beacon_target *t, const char *url,
-                                      apr_pool_t *p);
+const char *beacon_balancer_worker_flags(beacon_balancer *t, const char *url,
+                                         apr_pool_t *p);
 
 #endif /* MOD_PROXY_BEACON_BALANCER_H */

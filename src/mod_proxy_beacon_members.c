@@ -157,8 +157,8 @@ static void add_member(beacon_receiver *r, beacon_record_t *rec,
                        apr_pool_t *p)
 {
     beacon_add_info info;
-    beacon_add_result result = beacon_proxy_add(r->target, rec->url, attrs, p,
-                                                &info);
+    beacon_add_result result =
+        beacon_balancer_add(r->target, rec->url, attrs, p, &info);
 
     switch (result) {
     case BEACON_ADD_DONE:
@@ -200,7 +200,7 @@ static void add_member(beacon_receiver *r, beacon_record_t *rec,
 static void set_disabled(beacon_receiver *r, const char *url, int disabled,
                          const char *what, beacon_event_kind event)
 {
-    apr_status_t rv = beacon_proxy_set_disabled(r->target, url, disabled);
+    apr_status_t rv = beacon_balancer_set_disabled(r->target, url, disabled);
 
     r->shared->events[event]++;
     if (rv != APR_SUCCESS) {
@@ -327,8 +327,9 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
     }
     attrs_of(&ev.dg, &attrs);
     act(r, &ev, &attrs, now, scratch);
-    beacon_proxy_heard(r->target, ev.url, &r->entry_hint[ev.rec - r->table->rec],
-                       ev.dg.ts, now, &attrs);
+    beacon_balancer_heard(r->target, ev.url,
+                          &r->entry_hint[ev.rec - r->table->rec], ev.dg.ts,
+                          now, &attrs);
 }
 
 /* ------------------------------------------------------------------ */
@@ -397,7 +398,7 @@ static void keep(beacon_receiver *r, apr_time_t now, apr_pool_t *p)
         return;
     }
     r->kept = now;
-    forgotten = beacon_proxy_keep(r->target, now, p);
+    forgotten = beacon_balancer_keep(r->target, now, p);
     if (forgotten > 0) {
         r->shared->events[BEACON_EV_FORGOTTEN] += (apr_uint64_t)forgotten;
         r->dirty = DIRTY_CHANGED;
@@ -419,7 +420,7 @@ static void adopt_members(beacon_receiver *r, apr_time_t now, apr_pool_t *p)
     beacon_member *members;
     int i, n, adopted = 0;
 
-    n = beacon_proxy_marked_members(r->target, p, &members);
+    n = beacon_balancer_marked_members(r->target, p, &members);
     for (i = 0; i < n; i++) {
         if (members[i].gone) {
             /* no member: only its replay mark is taken over */

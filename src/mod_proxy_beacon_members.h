@@ -27,7 +27,7 @@ struct beacon_receiver {
 
     /* in every child, from post_config on */
     apr_socket_t *sock;        /* the parent's socket, or NULL */
-    beacon_target *target;     /* NULL in log-only mode */
+    beacon_balancer *target;     /* NULL in log-only mode */
     beacon_receiver_status *shared;
 
     /* in the watchdog owner only, from beacon_members_start on */

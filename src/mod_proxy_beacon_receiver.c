@@ -119,12 +119,12 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
                                    r->conf->member_params};
     int restored, forgotten;
 
-    r->target = beacon_proxy_target(pconf, r->s, r->conf->balancer_name,
-                                    registry_key(pconf, r), &policy);
+    r->target = beacon_balancer_open(pconf, r->s, r->conf->balancer_name,
+                                     registry_key(pconf, r), &policy);
     if (r->target == NULL) {
         return APR_EGENERAL;
     }
-    restored = beacon_proxy_restore(r->target, pconf, &forgotten);
+    restored = beacon_balancer_restore(r->target, pconf, &forgotten);
     if (restored > 0 || forgotten > 0) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00011)
                      "restored %d member(s) of balancer://%s from the "
@@ -217,7 +217,7 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
         receiver_count++;
     }
     keep_sockets(process_pool, main_s);
-    if (receiver_count && !beacon_proxy_can_recycle()) {
+    if (receiver_count && !beacon_balancer_can_recycle()) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, main_s, BCNLOGNO(00092)
                      "this httpd is older than 2.4.59 and keeps backend "
                      "addresses for ever: growth slots are not recycled, "
@@ -251,7 +251,7 @@ static apr_status_t keep_at_stop(void *data)
     }
     for (r = k->receivers; r; r = r->next) {
         if (r->target) {
-            beacon_proxy_keep_at_stop(r->target);
+            beacon_balancer_keep_at_stop(r->target);
         }
     }
     return APR_SUCCESS;
@@ -502,7 +502,7 @@ void beacon_receivers_sync(void)
 
     for (r = receivers; r; r = r->next) {
         if (r->target) {
-            beacon_proxy_sync(r->target);
+            beacon_balancer_sync(r->target);
         }
     }
 }

@@ -16,7 +16,7 @@ typedef struct {
     server_rec *s;
     const beacon_server_conf *conf;
     const char *label;                 /* listen address */
-    beacon_target *target;             /* NULL in log-only mode */
+    beacon_balancer *target;             /* NULL in log-only mode */
     const beacon_receiver_status *shared;
 } beacon_receiver_view;
 
@@ -46,7 +46,7 @@ void beacon_receivers_sync(void);
 
 /* In post_config, after mod_slotmem_shm's: has the parent take what a
  * restart must give back once more as this generation ends (see
- * beacon_proxy_keep_at_stop). */
+ * beacon_balancer_keep_at_stop). */
 void beacon_receivers_keep_at_stop(apr_pool_t *pconf);
 
 #endif /* MOD_PROXY_BEACON_RECEIVER_H */

@@ -50,8 +50,8 @@ static void derive(beacon_shown_receiver *out, const beacon_receiver_view *v,
     out->rows = apr_pcalloc(p, sizeof(*out->rows) * (out->nrows + 1));
     out->growth_used = out->growth_free = -1;
     if (v->target) {
-        beacon_proxy_growth(v->target, &out->growth_used, &out->growth_free,
-                            &out->growth_recyclable);
+        beacon_balancer_growth(v->target, &out->growth_used, &out->growth_free,
+                               &out->growth_recyclable);
     }
     for (i = 0; i < out->nrows; i++) {
         beacon_shown_record *row = &out->rows[i];
@@ -73,7 +73,7 @@ static void derive(beacon_shown_receiver *out, const beacon_receiver_view *v,
             row->retry_in = beacon_seconds(rec->retry_at - now);
         }
         if (v->target && with_flags) {
-            row->flags = beacon_proxy_worker_flags(v->target, rec->url, p);
+            row->flags = beacon_balancer_worker_flags(v->target, rec->url, p);
         }
         out->active += rec->state == BEACON_REC_ACTIVE;
         out->evicted += rec->state == BEACON_REC_EVICTED;
