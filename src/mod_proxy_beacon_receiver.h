@@ -16,7 +16,7 @@ typedef struct {
     server_rec *s;
     const beacon_server_conf *conf;
     const char *label;                 /* listen address */
-    beacon_balancer *target;             /* NULL in log-only mode */
+    beacon_balancer *target;           /* NULL in log-only mode */
     const beacon_receiver_status *shared;
 } beacon_receiver_view;
 
