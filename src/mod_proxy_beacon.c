@@ -7,21 +7,8 @@
  * This file is the one place that knows every part: the module record,
  * the hooks, and the checks across directives and modules, which run in
  * check_config so that "apache2 -t" reports every mistake an operator can
- * make in the configuration. The parts:
- *
- *   mod_proxy_beacon_config.c    directives, per-server configuration
- *   mod_proxy_beacon_receiver.c  the receivers' watchdog thread and loop
- *   mod_proxy_beacon_members.c   one receiver's members: decisions applied
- *   mod_proxy_beacon_inbox.c     a receiver's UDP socket
- *   mod_proxy_beacon_balancer.c  mod_proxy_balancer
- *   mod_proxy_beacon_registry.c  which members beacon created
- *   mod_proxy_beacon_sender.c    the senders: sign and send
- *   mod_proxy_beacon_lookup.c    the senders' name lookups, one thread each
- *   mod_proxy_beacon_status.c    beacon-status and the server-status section
- *   mod_proxy_beacon_status_html.c, _metrics.c  its HTML and Prometheus pages
- *   mod_proxy_beacon_view.c      what every status format shows
- *   mod_proxy_beacon_shm.c       the status shared memory
- *   mod_proxy_beacon_util.c      what receiver and sender share
+ * make in the configuration. The parts, and which way they depend: the map
+ * of src/ in docs/development.md.
  */
 
 #include "mod_proxy_beacon_balancer.h"

@@ -28,6 +28,8 @@ README.md is the entry point; the manual is docs/, one subject a page.
     shows `make demo` and `make check`, and its "Where to read on" links
     every page of docs/; each page links README.md and the pages before
     and after it in that list.
+(f) The map of src/: docs/development.md's map, the only one, names
+    every src/*.c and src/*.h, and no file that src/ lacks.
 
 Every check is a function that returns a list of problems, and each is
 also run on a mutated copy of the real text (a README without one row, a
@@ -847,6 +849,46 @@ def repository_test_sources():
     return found
 
 
+DEVELOPMENT_DOC = DOCS / "development.md"
+_SRC_MAP_START = "The map of src/"
+_SRC_NAME = re.compile(r"\b(mod_proxy_beacon\w*)\.(\{c,h\}|c|h)(?![\w.])")
+
+
+def src_map_names(doc):
+    """The file names on the map of src/: the indented block after the
+    paragraph that names it, each "name.{c,h}" read as both files."""
+    start = doc.find(_SRC_MAP_START)
+    if start < 0:
+        return None
+    lines = doc[start:].split("\n")
+    while lines and not lines[0].startswith("    "):
+        lines.pop(0)
+    block = []
+    for line in lines:
+        if line.strip() and not line.startswith("    "):
+            break
+        block.append(line)
+    names = set()
+    for stem, ext in _SRC_NAME.findall("\n".join(block)):
+        names.update({stem + ".c", stem + ".h"} if ext == "{c,h}" else {stem + "." + ext})
+    return names
+
+
+def check_src_map(doc, files):
+    """docs/development.md against src/'s file names (files)."""
+    names = src_map_names(doc)
+    if not names:
+        return [f"docs/development.md has no map of src/ ('{_SRC_MAP_START}')"]
+    return ([f"src/{f} is not on docs/development.md's map of src/"
+             for f in sorted(set(files) - names)] +
+            [f"docs/development.md's map of src/ names src/{f}, which does not exist"
+             for f in sorted(names - set(files))])
+
+
+def src_files():
+    return sorted(p.name for pattern in ("*.c", "*.h") for p in (REPO / "src").glob(pattern))
+
+
 # ---------------------------------------------------------------------------
 # The checks on the real files
 
@@ -874,6 +916,12 @@ def test_every_link_and_anchor_of_the_manual_resolves():
     files = manual_files()
     assert len(md_links(files["README.md"])) >= 10, "README's links are found at all"
     problems = check_links(files)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_src_file_is_on_the_map_of_src():
+    assert len(src_files()) >= 20, "src/'s files are found at all"
+    problems = check_src_map(read(DEVELOPMENT_DOC), src_files())
     assert not problems, "\n".join(problems)
 
 
@@ -1170,3 +1218,19 @@ def test_self_check_a_misquoted_tag_is_found():
     assert len(problems) == 1 and problems[0].startswith(
         "README.md quotes BCN00030 as 'removed backend http://10.0.0.5:8080 to "
         "balancer://cluster'"), problems
+
+
+def test_self_check_a_file_missing_from_the_map_of_src_is_found():
+    doc, files = read(DEVELOPMENT_DOC), src_files()
+    assert not check_src_map(doc, files)
+    assert "mod_proxy_beacon_worker.{c,h}" in doc
+    without = doc.replace("mod_proxy_beacon_worker.{c,h}", "mod_proxy_beacon_worker.c", 1)
+    assert check_src_map(without, files) == [
+        "src/mod_proxy_beacon_worker.h is not on docs/development.md's map of src/"]
+    assert check_src_map(doc, files + ["mod_proxy_beacon_new.c"]) == [
+        "src/mod_proxy_beacon_new.c is not on docs/development.md's map of src/"]
+    assert check_src_map(doc, [f for f in files if f != "mod_proxy_beacon_shm.c"]) == [
+        "docs/development.md's map of src/ names src/mod_proxy_beacon_shm.c, "
+        "which does not exist"]
+    assert check_src_map(doc.replace(_SRC_MAP_START, "A picture of src/"), files) == [
+        "docs/development.md has no map of src/ ('The map of src/')"]
