@@ -258,14 +258,14 @@ static void format_writes_fields_in_wire_order_and_omits_absent_ones(void **stat
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t leaving = {"http://10.0.0.5:8080", "web-1", 4242, 19,
                                      APR_INT64_C(1796000000000002), "leaving",
-                                     NULL, NULL, NULL};
+                                     NULL, NULL, NULL, NULL};
     beacon_announcement_t bare = {NULL, NULL, -1, -1,
-                                  APR_INT64_C(1796000000000000), NULL, NULL, NULL, NULL};
+                                  APR_INT64_C(1796000000000000), NULL, NULL, NULL, NULL, NULL};
     beacon_announcement_t zeros = {"http://[::1]:8080", NULL, 0, 0, 0, NULL,
-                                   NULL, NULL, NULL};
+                                   NULL, NULL, NULL, NULL};
     beacon_announcement_t all = {"http://10.0.0.5:8080", "web-1", 4242, 21,
                                  APR_INT64_C(1796000000000004), "leaving",
-                                 "shop", NULL, NULL};
+                                 "shop", NULL, NULL, NULL};
     char buf[512];
     int n;
 
@@ -295,7 +295,7 @@ static void format_writes_route_and_lbfactor_after_ts(void **state)
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {"http://10.0.0.5:8080", "web-1", 4242, 19,
                                APR_INT64_C(1796000000000002), NULL, NULL,
-                               "web1", "2.5"};
+                               "web1", "2.5", NULL};
     char buf[512];
     int n;
 
@@ -344,32 +344,32 @@ typedef struct {
 static void format_rejects_values_it_cannot_put_on_the_wire(void **state)
 {
     static const format_bad_row_t rows[] = {
-        {"a space in host", {NULL, "web 1", 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"a space in url", {"http://h x", NULL, 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"a space in state", {NULL, NULL, 1, 1, 1, "leav ing", NULL, NULL, NULL}},
-        {"an empty host", {NULL, "", 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"an empty url", {"", NULL, 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"an empty state", {NULL, NULL, 1, 1, 1, "", NULL, NULL, NULL}},
-        {"a newline in host", {NULL, "web-1\n", 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"a control byte in host", {NULL, "web\x01" "1", 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"DEL in host", {NULL, "web\x7f", 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"a tab in state", {NULL, NULL, 1, 1, 1, "leaving\t", NULL, NULL, NULL}},
-        {"a negative ts", {NULL, NULL, 1, 1, -1, NULL, NULL, NULL, NULL}},
+        {"a space in host", {NULL, "web 1", 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"a space in url", {"http://h x", NULL, 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"a space in state", {NULL, NULL, 1, 1, 1, "leav ing", NULL, NULL, NULL, NULL}},
+        {"an empty host", {NULL, "", 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"an empty url", {"", NULL, 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"an empty state", {NULL, NULL, 1, 1, 1, "", NULL, NULL, NULL, NULL}},
+        {"a newline in host", {NULL, "web-1\n", 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"a control byte in host", {NULL, "web\x01" "1", 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"DEL in host", {NULL, "web\x7f", 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"a tab in state", {NULL, NULL, 1, 1, 1, "leaving\t", NULL, NULL, NULL, NULL}},
+        {"a negative ts", {NULL, NULL, 1, 1, -1, NULL, NULL, NULL, NULL, NULL}},
         {"a ts of 19 digits", {NULL, NULL, 1, 1,
-                               APR_INT64_C(1000000000000000000), NULL, NULL, NULL, NULL}},
-        {"an empty svc", {NULL, NULL, 1, 1, 1, NULL, "", NULL, NULL}},
+                               APR_INT64_C(1000000000000000000), NULL, NULL, NULL, NULL, NULL}},
+        {"an empty svc", {NULL, NULL, 1, 1, 1, NULL, "", NULL, NULL, NULL}},
         {"a svc with a character outside [A-Za-z0-9._-]",
-         {NULL, NULL, 1, 1, 1, NULL, "shop!", NULL, NULL}},
-        {"a svc with a space", {NULL, NULL, 1, 1, 1, NULL, "my shop", NULL, NULL}},
+         {NULL, NULL, 1, 1, 1, NULL, "shop!", NULL, NULL, NULL}},
+        {"a svc with a space", {NULL, NULL, 1, 1, 1, NULL, "my shop", NULL, NULL, NULL}},
         {"a svc of 64 bytes",
          {NULL, NULL, 1, 1, 1, NULL,
-          "s123456789s123456789s123456789s123456789s123456789s123456789abcd", NULL, NULL}},
-        {"a route with a slash", {NULL, NULL, 1, 1, 1, NULL, NULL, "web/1", NULL}},
-        {"an empty route", {NULL, NULL, 1, 1, 1, NULL, NULL, "", NULL}},
-        {"an lbfactor of 0", {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "0"}},
-        {"an lbfactor of 101", {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "101"}},
+          "s123456789s123456789s123456789s123456789s123456789s123456789abcd", NULL, NULL, NULL}},
+        {"a route with a slash", {NULL, NULL, 1, 1, 1, NULL, NULL, "web/1", NULL, NULL}},
+        {"an empty route", {NULL, NULL, 1, 1, 1, NULL, NULL, "", NULL, NULL}},
+        {"an lbfactor of 0", {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "0", NULL}},
+        {"an lbfactor of 101", {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "101", NULL}},
         {"an lbfactor with three decimals",
-         {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "2.125"}},
+         {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "2.125", NULL}},
     };
     beacon_key_t k = spec_hex_key();
     char buf[BEACON_MAX_DATAGRAM + 1];
@@ -390,7 +390,7 @@ static void format_accepts_the_largest_18_digit_ts(void **state)
 {
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {NULL, NULL, -1, -1,
-                               APR_INT64_C(999999999999999999), NULL, NULL, NULL, NULL};
+                               APR_INT64_C(999999999999999999), NULL, NULL, NULL, NULL, NULL};
     beacon_datagram_t out;
     char buf[128];
     int n;
@@ -411,7 +411,7 @@ static void format_refuses_a_pid_or_seq_of_19_digits(void **state)
 {
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {NULL, NULL, BEACON_DECIMAL_MAX,
-                               BEACON_DECIMAL_MAX, 1, NULL, NULL, NULL, NULL};
+                               BEACON_DECIMAL_MAX, 1, NULL, NULL, NULL, NULL, NULL};
     char buf[128];
 
     (void)state;
@@ -430,7 +430,7 @@ static void format_stops_at_the_datagram_limit_and_the_buffer_size(void **state)
     size_t fill = BEACON_MAX_DATAGRAM - (sizeof frame - 1);
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {NULL, NULL, -1, -1,
-                               APR_INT64_C(1796000000000000), NULL, NULL, NULL, NULL};
+                               APR_INT64_C(1796000000000000), NULL, NULL, NULL, NULL, NULL};
     beacon_datagram_t out;
     char *host = malloc(fill + 2);
     char *buf = malloc(2 * BEACON_MAX_DATAGRAM);
@@ -477,7 +477,7 @@ static void sequence_stamp_counts_and_never_goes_backwards(void **state)
 {
     beacon_sequence_t s;
     beacon_announcement_t a = {"http://a", "web-1", 4242, -1, -1, NULL,
-                               NULL, NULL, NULL};
+                               NULL, NULL, NULL, NULL};
     unsigned test_num = 0;
 
     (void)state;
@@ -515,7 +515,7 @@ static void a_stamped_sender_survives_its_clock_stepping_back(void **state)
     beacon_table_t *t = malloc(sizeof *t);
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {"http://10.0.0.5:8080", "web-1", 4242, -1, -1,
-                               NULL, NULL, NULL, NULL};
+                               NULL, NULL, NULL, NULL, NULL};
     beacon_sequence_t s = {0, 0};
     char buf[256];
     size_t i;
