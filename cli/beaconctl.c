@@ -4,6 +4,7 @@
  * beaconctl: the command-line sender and diagnostic tool of mod_proxy_beacon.
  *
  *   send     announce a backend that is not httpd, once or every interval
+ *   drain    announce draining for a while, then leaving
  *   listen   print what a receiver would decide for each datagram
  *   sign     print one signed datagram (scripts, test vectors)
  *   keygen   print a new random secret
@@ -36,8 +37,9 @@
 static const command_t commands[] = {
     {"send",
      "--to HOST:PORT [--to HOST:PORT ...] [--url URL]\n"
-     "[--host NAME] [--service NAME] [--route ROUTE]\n"
-     "[--lbfactor N] [--verbose]\n"
+     "[--host NAME] [--service NAME] [--ctx LIST]\n"
+     "[--route ROUTE] [--lbfactor N]\n"
+     "[--state draining|standby] [--verbose]\n"
      "[--interval SECONDS | --once]\n"
      "[--secret-file FILE | --secret-exec COMMAND]",
      "Announces a backend that is not httpd to one or more proxies: at\n"
@@ -52,8 +54,22 @@ static const command_t commands[] = {
      "or send costs one line on stderr per name and minute at most, and\n"
      "never ends the program. Fields: url, host, pid (own), seq (from\n"
      "0), ts (the wall clock in microseconds, strictly increasing), svc,\n"
-     "route, lbfactor; the leaving datagrams say them too.",
+     "ctx, route, lbfactor, state; the leaving datagrams say them too.",
      send_options, run_send},
+    {"drain",
+     "--for DURATION [--until-command CMD]\n"
+     "--to HOST:PORT [--to HOST:PORT ...] [--url URL]\n"
+     "[--host NAME] [--service NAME] [--ctx LIST]\n"
+     "[--route ROUTE] [--lbfactor N] [--interval SECONDS]\n"
+     "[--verbose] [--secret-file FILE | --secret-exec COMMAND]",
+     "Takes a backend out of rotation gently: announces it as send does,\n"
+     "with state=draining (the proxy lets the member take only the\n"
+     "requests sticky to it), at once and every interval, until --for is\n"
+     "up or --until-command exits 0, then sends state=leaving to every\n"
+     "address known (the proxy disables the member) and exits 0. SIGTERM\n"
+     "or SIGINT ends the drain early, the same way. A last line on stderr\n"
+     "says how long it drained and why it ended.",
+     drain_options, run_drain},
     {"listen",
      "--bind ADDR:PORT [--max-skew SECONDS] [--count N]\n"
      "[--service NAME]\n"
@@ -65,7 +81,7 @@ static const command_t commands[] = {
      "of them verifies, as\n"
      "on a proxy with several ProxyBeaconSecret lines.\n"
      "  accepted url=<canonical> host=.. pid=.. seq=.. ts=.. [svc=..]\n"
-     "      [route=..] [lbfactor=..] [state=..] from IP:PORT\n"
+     "      [ctx=..] [route=..] [lbfactor=..] [state=..] from IP:PORT\n"
      "      -> add|renew|disable|enable|ignore\n"
      "  accepted heartbeat host=.. pid=.. seq=.. ts=.. [svc=..] from IP:PORT\n"
      "  dropped <reason> from IP:PORT[: detail]\n"
@@ -77,12 +93,13 @@ static const command_t commands[] = {
      listen_options, run_listen},
     {"sign",
      "--ts USEC [--url URL] [--host NAME] [--pid N] [--seq N]\n"
-     "[--service NAME] [--route ROUTE] [--lbfactor N]\n"
-     "[--state S] [--secret-file FILE | --secret-exec COMMAND]",
+     "[--service NAME] [--ctx LIST] [--route ROUTE]\n"
+     "[--lbfactor N] [--state STATE]\n"
+     "[--secret-file FILE | --secret-exec COMMAND]",
      "Prints one signed datagram and a newline, which is not part of it\n"
      "(for scripts and test vectors). Fields not given are left out; the\n"
      "rest are written in the wire order url, host, pid, seq, ts, svc,\n"
-     "route, lbfactor, state.",
+     "ctx, route, lbfactor, state.",
      sign_options, run_sign},
     {"keygen", NULL,
      "Prints a new random secret, hex: and 32 lowercase hex digits, from\n"
@@ -114,6 +131,7 @@ static void print_help(void)
           "signed UDP datagrams.\n\n"
           "commands:\n"
           "  send      announce a backend that is not httpd\n"
+          "  drain     announce draining for a while, then leaving\n"
           "  listen    print what a proxy would decide for each datagram\n"
           "  sign      print one signed datagram\n"
           "  keygen    print a new random secret\n\n"
@@ -170,7 +188,7 @@ int main(int argc, const char *const *argv)
     }
     take_secret_env(p); /* before anything else can start or show */
     if (argc < 2) {
-        fail(EXIT_USAGE, "no command given: send, listen, sign or keygen "
+        fail(EXIT_USAGE, "no command given: send, drain, listen, sign or keygen "
              "(see beaconctl --help)");
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||

@@ -60,8 +60,8 @@ int parse_duration(const char *s, apr_interval_time_t *out);
 /* "1.5 s" style, for messages. */
 const char *format_duration(apr_pool_t *p, apr_interval_time_t t);
 
-/* A field value given on the command line (--host, --state): fails
- * unless the wire can carry it. */
+/* A field value given on the command line (--host): fails unless the
+ * wire can carry it. */
 void check_field(const char *option, const char *value);
 
 /* Checks --url and writes its canonical form into out (BEACON_URL_MAX);
@@ -78,6 +78,14 @@ void check_service(const char *value);
  */
 void set_v11_fields(beacon_announcement_t *a, const char *service,
                     const char *route, const char *lbfactor);
+
+/* --ctx of send, drain and sign, NULL when not given: checked by the
+ * ctx= rule (1 to 16 paths, comma-separated), then set in a. */
+void set_ctx_field(beacon_announcement_t *a, const char *ctx);
+
+/* --state: fails unless the wire defines the value; leaving only where
+ * leaving_ok (sign: send and drain say leaving themselves). */
+void check_state(const char *state, int leaving_ok);
 
 /*
  * Takes BEACON_SECRET out of the environment, first thing in main(): a
@@ -128,7 +136,10 @@ enum {
     OPT_STATE,
     OPT_SERVICE,
     OPT_ROUTE,
-    OPT_LBFACTOR
+    OPT_LBFACTOR,
+    OPT_CTX,
+    OPT_FOR,
+    OPT_UNTIL_COMMAND
 };
 
 /* One option: the --help text is generated from the same table. */
@@ -179,6 +190,11 @@ struct command {
      "the member's load factor (lbfactor=), as\n"                            \
      "BalancerMember loadfactor= sets it: 1 to 100 with\n"                   \
      "at most two decimals (2.5)", once}
+#define CTX_OPTION(once)                                                      \
+    {"ctx", OPT_CTX, "LIST",                                                  \
+     "the request paths this member serves (ctx=), e.g.\n"                  \
+     "/shop,/cart: 1 to 16 paths of segments of A-Z a-z\n"                  \
+     "0-9 . _ ~ -, no trailing /, each at most 80 bytes", once}
 #define HELP_OPTION {"help", OPT_HELP, NULL, "print this help and exit", 0}
 #define OPTIONS_END {NULL, 0, NULL, NULL, 0}
 
@@ -186,6 +202,7 @@ struct command {
 extern const option_t send_options[];
 extern const option_t listen_options[];
 extern const option_t sign_options[];
+extern const option_t drain_options[];
 extern const option_t keygen_options[];
 
 /* "usage: beaconctl NAME ...", the description and the options. */
@@ -274,6 +291,95 @@ unsigned fanout_deliver(fanout_ctx_t *fc, const char *buf, apr_size_t len,
 apr_time_t next_due(apr_time_t due, apr_interval_time_t interval);
 
 /* ------------------------------------------------------------------ */
+/* A sender: what send and drain share (cli_send.c)                    */
+
+/* send's and drain's options as given, before any is checked. drain's
+ * own args start with these, so that one option table fits both. */
+typedef struct {
+    apr_array_header_t *specs; /* --to, const char * each */
+    const char *url, *host, *service, *route, *lbfactor, *interval, *ctx;
+    const char *state;         /* send only */
+    secret_arg_t secret;
+    int once, verbose;         /* once: send only */
+} send_args_t;
+
+/* The options send and drain share, in --help order. */
+#define SENDER_OPTIONS                                                        \
+    {"to", OPT_TO, "HOST:PORT",                                               \
+     "a proxy's ProxyBeaconListen address; repeat it for\n"                  \
+     "several proxies. A leading scheme (udp://, tcp://)\n"                  \
+     "is ignored; IPv6 in brackets, [::1]:5555. Every\n"                     \
+     "address a name resolves to (A and AAAA) gets each\n"                   \
+     "datagram; names are looked up again every\n"                           \
+     "interval. A literal address is used as is.", 0},                       \
+    {"url", OPT_URL, "URL",                                                   \
+     "this backend's origin, scheme://host[:port], as\n"                     \
+     "the proxy should reach it; sent in canonical form.\n"                  \
+     "Without it only heartbeats are sent, which a proxy\n"                  \
+     "logs but never adds to a balancer.", ONCE(send_args_t, url)},          \
+    {"host", OPT_HOST, "NAME",                                                \
+     "the host= field (informational); default: this\n"                      \
+     "machine's host name", ONCE(send_args_t, host)},                        \
+    {"service", OPT_SERVICE, "NAME",                                          \
+     "the service this backend belongs to (svc=), the\n"                     \
+     "proxies' ProxyBeaconService: 1 to 63 of A-Z a-z\n"                     \
+     "0-9 . _ -. A proxy of another service drops it",                       \
+     ONCE(send_args_t, service)},                                            \
+    CTX_OPTION(ONCE(send_args_t, ctx)),                                       \
+    ROUTE_OPTION(ONCE(send_args_t, route)),                                   \
+    LBFACTOR_OPTION(ONCE(send_args_t, lbfactor)),                             \
+    {"interval", OPT_INTERVAL, "SECONDS",                                     \
+     "time between announcements, default 5; fractions\n"                    \
+     "(0.5) and the units s and ms (500ms) are accepted",                    \
+     ONCE(send_args_t, interval)}
+
+/* The options after the command's own, in --help order. */
+#define SENDER_OPTIONS_TAIL                                                   \
+    {"verbose", OPT_VERBOSE, NULL,                                            \
+     "print each datagram sent, and to where, on\n"                          \
+     "standard output; and on standard error the\n"                          \
+     "addresses of a name whenever they change", 0},                         \
+    SECRET_FILE_OPTION(0),                                                    \
+    SECRET_EXEC_OPTION(0),                                                    \
+    HELP_OPTION,                                                              \
+    OPTIONS_END
+
+typedef struct {
+    fanout_ctx_t *fc;
+    apr_interval_time_t interval;
+    int once;
+    beacon_key_t key;
+    beacon_announcement_t a;  /* url, host and pid; seq, ts stamped */
+    beacon_sequence_t seq;    /* one for all: each address gets the same
+                               * datagram, so each sees seq and ts rise */
+    char url[BEACON_URL_MAX]; /* a.url points here */
+    char hostname[APRMAXHOSTLEN + 1];
+} sender_t;
+
+/* Reads the options into args, which the caller zeroed (all of its own
+ * args, which start with a send_args_t). Those opts_next does not store
+ * (--to, --once, --verbose, the secret) are taken here. */
+void parse_sender_options(apr_pool_t *p, const command_t *cmd, int argc,
+                          const char *const *argv, send_args_t *args);
+
+/* Checks every option and makes s (zeroed by the caller) ready to send:
+ * the schedule, the fields every datagram says, the key. */
+void setup_sender(apr_pool_t *p, const send_args_t *args, sender_t *s);
+
+/* Signs one announcement with state (NULL or a BEACON_STATE_*) and sends
+ * it to every address; a leaving one is the last. Returns how many it
+ * reached. */
+unsigned sender_announce(sender_t *s, const char *state);
+
+/* state=leaving, then its repeats within the first second, each at its
+ * time (beacon_leaving_repeat_wait): the caller's exit waits for them. */
+void sender_say_leaving(sender_t *s);
+
+/* Catches the stop signals, looks every name up once, and starts the
+ * lookup threads: before the first announcement of a loop. */
+void sender_start(apr_pool_t *p, sender_t *s, apr_pool_t *scratch);
+
+/* ------------------------------------------------------------------ */
 /* Commands: each returns the exit status                              */
 
 int run_send(apr_pool_t *p, const command_t *cmd, int argc,
@@ -284,5 +390,7 @@ int run_sign(apr_pool_t *p, const command_t *cmd, int argc,
              const char *const *argv);
 int run_keygen(apr_pool_t *p, const command_t *cmd, int argc,
                const char *const *argv);
+int run_drain(apr_pool_t *p, const command_t *cmd, int argc,
+              const char *const *argv);
 
 #endif /* BEACONCTL_CLI_H */

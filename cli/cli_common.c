@@ -207,6 +207,34 @@ void set_v11_fields(beacon_announcement_t *a, const char *service,
     a->lbfactor = lbfactor;
 }
 
+void set_ctx_field(beacon_announcement_t *a, const char *ctx)
+{
+    beacon_span_t paths[BEACON_CTX_MAX_PATHS];
+
+    if (ctx && beacon_ctx_parse(ctx, strlen(ctx), paths) < 0) {
+        fail_value("ctx", ctx, "contexts are 1 to 16 paths separated by "
+                   "commas, each / or /seg[/seg...], a segment 1 or more of "
+                   "A-Z a-z 0-9 . _ ~ - (not . or ..), at most 80 bytes (the "
+                   "ctx= rule)");
+    }
+    a->ctx = ctx;
+}
+
+void check_state(const char *state, int leaving_ok)
+{
+    int st = beacon_wire_state_parse(state, strlen(state));
+
+    if (st == BEACON_WIRE_LEAVING && !leaving_ok) {
+        fail_value("state", state, "draining or standby (this command says "
+                   "leaving itself when it stops)");
+    }
+    if (st < 0) {
+        fail_value("state", state, leaving_ok
+                                       ? "leaving, draining or standby"
+                                       : "draining or standby");
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* The secret                                                          */
 

@@ -168,6 +168,7 @@ static void put_accepted(beacon_event_t *ev, const char *peer)
     put_span("seq", &ev->dg.seq);
     printf(" ts=%" APR_INT64_T_FMT, ev->dg.ts);
     put_span("svc", &ev->dg.svc);
+    put_span("ctx", &ev->dg.ctx);
     put_span("route", &ev->dg.route);
     put_span("lbfactor", &ev->dg.lbfactor);
     put_span("state", &ev->dg.state);

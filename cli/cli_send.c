@@ -6,7 +6,8 @@
  * the first second. What goes in a datagram, its seq and its ts are
  * libbeacon's (beacon_format, beacon_sequence_stamp); where it goes,
  * every address of every --to, is cli_fanout.c's. This file signs one
- * datagram per announcement and keeps the schedule.
+ * datagram per announcement and keeps the schedule; its sender (options,
+ * setup, one announcement, the leaving) is drain's too (cli_drain.c).
  */
 
 #include <stdio.h>
@@ -19,71 +20,22 @@
 #include "cli.h"
 
 #define MIN_INTERVAL apr_time_from_msec(1)
-/* The options as given, before any is checked. */
-typedef struct {
-    apr_array_header_t *specs; /* --to, const char * each */
-    const char *url, *host, *service, *route, *lbfactor, *interval;
-    secret_arg_t secret;
-    int once, verbose;
-} send_args_t;
 
 /* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
 const option_t send_options[] = {
-    {"to", OPT_TO, "HOST:PORT",
-     "a proxy's ProxyBeaconListen address; repeat it for\n"
-     "several proxies. A leading scheme (udp://, tcp://)\n"
-     "is ignored; IPv6 in brackets, [::1]:5555. Every\n"
-     "address a name resolves to (A and AAAA) gets each\n"
-     "datagram; names are looked up again every\n"
-     "interval. A literal address is used as is.", 0},
-    {"url", OPT_URL, "URL",
-     "this backend's origin, scheme://host[:port], as\n"
-     "the proxy should reach it; sent in canonical form.\n"
-     "Without it only heartbeats are sent, which a proxy\n"
-     "logs but never adds to a balancer.", ONCE(send_args_t, url)},
-    {"host", OPT_HOST, "NAME",
-     "the host= field (informational); default: this\n"
-     "machine's host name", ONCE(send_args_t, host)},
-    {"service", OPT_SERVICE, "NAME",
-     "the service this backend belongs to (svc=), the\n"
-     "proxies' ProxyBeaconService: 1 to 63 of A-Z a-z\n"
-     "0-9 . _ -. A proxy of another service drops it",
-     ONCE(send_args_t, service)},
-    ROUTE_OPTION(ONCE(send_args_t, route)),
-    LBFACTOR_OPTION(ONCE(send_args_t, lbfactor)),
-    {"interval", OPT_INTERVAL, "SECONDS",
-     "time between announcements, default 5; fractions\n"
-     "(0.5) and the units s and ms (500ms) are accepted",
-     ONCE(send_args_t, interval)},
+    SENDER_OPTIONS,
+    {"state", OPT_STATE, "STATE",
+     "draining or standby (state=, version 1.2): every\n"
+     "announcement says it; the member takes only its\n"
+     "sticky requests, or is a hot standby. The last\n"
+     "one, on a stop signal, says leaving",
+     ONCE(send_args_t, state)},
     {"once", OPT_ONCE, NULL,
      "send one announcement and exit: 0 if it went to at\n"
      "least one address, 1 if to none", 0},
-    {"verbose", OPT_VERBOSE, NULL,
-     "print each datagram sent, and to where, on\n"
-     "standard output; and on standard error the\n"
-     "addresses of a name whenever they change", 0},
-    SECRET_FILE_OPTION(0),
-    SECRET_EXEC_OPTION(0),
-    HELP_OPTION,
-    OPTIONS_END};
+    SENDER_OPTIONS_TAIL};
 
-typedef struct {
-    fanout_ctx_t *fc;
-    apr_interval_time_t interval;
-    int once;
-    beacon_key_t key;
-    beacon_announcement_t a;  /* url, host and pid; seq, ts stamped */
-    beacon_sequence_t seq;    /* one for all: each address gets the same
-                               * datagram, so each sees seq and ts rise */
-    char url[BEACON_URL_MAX]; /* a.url points here */
-    char hostname[APRMAXHOSTLEN + 1];
-} sender_t;
-
-/*
- * Formats one announcement (state NULL or BEACON_STATE_LEAVING) and sends
- * it to every address. Returns how many it reached.
- */
-static unsigned announce(sender_t *s, const char *state)
+unsigned sender_announce(sender_t *s, const char *state)
 {
     char buf[BEACON_MAX_DATAGRAM + 1];
     int len;
@@ -95,34 +47,33 @@ static unsigned announce(sender_t *s, const char *state)
         /* check_length() tried the longest datagram before the first send */
         fail(EXIT_RUNTIME, "cannot format an announcement");
     }
-    return fanout_deliver(s->fc, buf, (apr_size_t)len, state != NULL);
+    return fanout_deliver(s->fc, buf, (apr_size_t)len,
+                          state != NULL &&
+                              strcmp(state, BEACON_STATE_LEAVING) == 0);
 }
 
-/* state=leaving, then its repeats, each at its time: the exit waits for
- * them, a second at most. */
-static void say_leaving(sender_t *s)
+void sender_say_leaving(sender_t *s)
 {
     apr_time_t first = apr_time_now();
     unsigned i;
 
-    announce(s, BEACON_STATE_LEAVING);
+    sender_announce(s, BEACON_STATE_LEAVING);
     for (i = 0; i < BEACON_LEAVING_REPEATS; i++) {
         apr_sleep(beacon_leaving_repeat_wait(first, i, apr_time_now()));
-        announce(s, BEACON_STATE_LEAVING);
+        sender_announce(s, BEACON_STATE_LEAVING);
     }
 }
 
 /* ------------------------------------------------------------------ */
 /* Setup                                                               */
 
-static void parse_send_options(apr_pool_t *p, const command_t *cmd, int argc,
-                               const char *const *argv, send_args_t *args)
+void parse_sender_options(apr_pool_t *p, const command_t *cmd, int argc,
+                          const char *const *argv, send_args_t *args)
 {
     const char *arg;
     opts_t o;
     int optch;
 
-    memset(args, 0, sizeof(*args));
     args->specs = apr_array_make(p, 4, sizeof(const char *));
     opts_init(&o, p, cmd, argc, argv);
     while ((optch = opts_next(&o, args, &arg)) != 0) {
@@ -176,15 +127,16 @@ static void check_length(sender_t *s)
 
     a.seq = BEACON_DECIMAL_MAX;
     a.ts = BEACON_DECIMAL_MAX;
-    a.state = BEACON_STATE_LEAVING;
+    a.state = BEACON_STATE_DRAINING; /* the longest state */
     if (beacon_format(trial, sizeof(trial), &a, &s->key) < 0) {
-        fail(EXIT_USAGE, "--url, --host, --service, --route and --lbfactor "
-             "make a datagram longer than %d bytes", BEACON_MAX_DATAGRAM);
+        fail(EXIT_USAGE, "--url, --host, --service, --ctx, --route and "
+             "--lbfactor make a datagram longer than %d bytes",
+             BEACON_MAX_DATAGRAM);
     }
 }
 
-/* --url, --host, --service, --route, --lbfactor, the pid and the key:
- * what every datagram says. */
+/* --url, --host, --service, --ctx, --route, --lbfactor, the pid and the
+ * key: what every datagram says. */
 static void setup_announcement(apr_pool_t *p, const send_args_t *args,
                                sender_t *s)
 {
@@ -202,9 +154,27 @@ static void setup_announcement(apr_pool_t *p, const send_args_t *args,
     }
     /* else: host= is informational; leave it out */
     set_v11_fields(&s->a, args->service, args->route, args->lbfactor);
+    set_ctx_field(&s->a, args->ctx);
     s->a.pid = (apr_int64_t)getpid();
     load_key(p, &args->secret, &s->key);
     check_length(s);
+}
+
+void setup_sender(apr_pool_t *p, const send_args_t *args, sender_t *s)
+{
+    setup_schedule(args, s);
+    setup_announcement(p, args, s);
+    if (args->url == NULL) {
+        warn("no --url: sending heartbeats only, which no proxy adds to a "
+             "balancer");
+    }
+}
+
+void sender_start(apr_pool_t *p, sender_t *s, apr_pool_t *scratch)
+{
+    catch_stop_signals(p);
+    fanout_resolve_all(s->fc, scratch);
+    fanout_start_lookups(s->fc);
 }
 
 /* ------------------------------------------------------------------ */
@@ -215,27 +185,26 @@ static void setup_announcement(apr_pool_t *p, const send_args_t *args,
  * addresses known then. The names are looked up once before the first
  * datagram, then by their threads.
  */
-static void send_loop(apr_pool_t *p, sender_t *s, apr_pool_t *scratch)
+static void send_loop(apr_pool_t *p, sender_t *s, const char *state,
+                      apr_pool_t *scratch)
 {
     apr_interval_time_t interval = s->interval;
     apr_time_t next;
     wait_t w;
 
-    catch_stop_signals(p);
-    fanout_resolve_all(s->fc, scratch);
-    fanout_start_lookups(s->fc);
+    sender_start(p, s, scratch);
     next = apr_time_now();
     do {
-        announce(s, NULL);
+        sender_announce(s, state);
         /* a fixed schedule, not interval after each send: no drift */
         next = next_due(next, interval);
         /* a lookup found a new address: everyone hears now, on top of
          * the schedule, which stays */
         while ((w = wait_until(p, next, interval)) == WAIT_WOKEN) {
-            announce(s, NULL);
+            sender_announce(s, state);
         }
     } while (w != WAIT_STOP);
-    say_leaving(s);
+    sender_say_leaving(s);
 }
 
 int run_send(apr_pool_t *p, const command_t *cmd, int argc,
@@ -247,23 +216,22 @@ int run_send(apr_pool_t *p, const command_t *cmd, int argc,
     int status = 0;
 
     memset(s, 0, sizeof(*s)); /* also the sequence: seq from 0 */
-    parse_send_options(p, cmd, argc, argv, &args);
-    setup_schedule(&args, s);
-    setup_announcement(p, &args, s);
-    if (args.url == NULL) {
-        warn("no --url: sending heartbeats only, which no proxy adds to a "
-             "balancer");
+    memset(&args, 0, sizeof(args));
+    parse_sender_options(p, cmd, argc, argv, &args);
+    if (args.state) {
+        check_state(args.state, 0);
     }
+    setup_sender(p, &args, s);
     if (apr_pool_create(&scratch, p) != APR_SUCCESS) {
         fail(EXIT_RUNTIME, "out of memory");
     }
     if (s->once) {
         /* no leaving datagram here: a signal simply ends the program */
         fanout_resolve_all(s->fc, scratch);
-        status = announce(s, NULL) > 0 ? 0 : EXIT_RUNTIME;
+        status = sender_announce(s, args.state) > 0 ? 0 : EXIT_RUNTIME;
     }
     else {
-        send_loop(p, s, scratch);
+        send_loop(p, s, args.state, scratch);
     }
     beacon_wipe(&s->key, sizeof(s->key));
     return status;

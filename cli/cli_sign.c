@@ -14,7 +14,7 @@
 /* The options as given, before any is checked. */
 typedef struct {
     const char *url, *host, *pid, *seq, *ts, *service, *route, *lbfactor;
-    const char *state;
+    const char *state, *ctx;
     secret_arg_t secret;
 } sign_args_t;
 
@@ -32,9 +32,11 @@ const option_t sign_options[] = {
     {"service", OPT_SERVICE, "NAME",
      "the svc= field: the service the datagram is for,\n"
      "1 to 63 of A-Z a-z 0-9 . _ -", ONCE(sign_args_t, service)},
+    CTX_OPTION(ONCE(sign_args_t, ctx)),
     ROUTE_OPTION(ONCE(sign_args_t, route)),
     LBFACTOR_OPTION(ONCE(sign_args_t, lbfactor)),
-    {"state", OPT_STATE, "S", "the state= field, e.g. leaving",
+    {"state", OPT_STATE, "STATE",
+     "the state= field: leaving, draining or standby",
      ONCE(sign_args_t, state)},
     SECRET_FILE_OPTION(0),
     SECRET_EXEC_OPTION(0),
@@ -97,8 +99,9 @@ int run_sign(apr_pool_t *p, const command_t *cmd, int argc,
         a.host = args.host;
     }
     set_v11_fields(&a, args.service, args.route, args.lbfactor);
+    set_ctx_field(&a, args.ctx);
     if (args.state) {
-        check_field("state", args.state);
+        check_state(args.state, 1);
         a.state = args.state;
     }
     load_key(p, &args.secret, &key);

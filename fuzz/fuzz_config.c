@@ -79,7 +79,7 @@ static void advertise(const char *arg)
     char canonical[BEACON_URL_MAX];
     char buf[BEACON_MAX_DATAGRAM + 1];
     beacon_announcement_t a = {NULL, "fuzz-host", 4242, 1, FUZZ_NOW, NULL,
-                               NULL, NULL, NULL};
+                               NULL, NULL, NULL, NULL};
     beacon_event_t ev;
     beacon_reason_t r;
     const char *err;
@@ -124,7 +124,7 @@ static void advertise(const char *arg)
 static void secret(const char *arg)
 {
     beacon_announcement_t a = {"http://10.0.0.5:8080", "web-1", 4242, 17,
-                               FUZZ_NOW, NULL, NULL, NULL, NULL};
+                               FUZZ_NOW, NULL, NULL, NULL, NULL, NULL};
     char buf[BEACON_MAX_DATAGRAM + 1];
     beacon_datagram_t dg;
     beacon_key_t k;
@@ -270,7 +270,8 @@ static void host_port(unsigned flags, const char *arg)
 static void host(const char *name)
 {
     static const char url[] = "http://10.0.0.5:8080";
-    beacon_announcement_t a = {url, NULL, 4242, 17, FUZZ_NOW, NULL, NULL, NULL, NULL};
+    beacon_announcement_t a = {url, NULL, 4242, 17, FUZZ_NOW, NULL,
+                               NULL, NULL, NULL, NULL};
     char *buf = malloc(BEACON_MAX_DATAGRAM + 1);
     beacon_datagram_t dg;
     beacon_reason_t r;
@@ -329,7 +330,7 @@ static beacon_reason_t receive_as(const char *service, const char *buf,
 static void service(const char *name)
 {
     beacon_announcement_t a = {"http://10.0.0.5:8080", NULL, -1, -1, FUZZ_NOW,
-                               NULL, NULL, NULL, NULL};
+                               NULL, NULL, NULL, NULL, NULL};
     char buf[BEACON_MAX_DATAGRAM + 1];
     int valid = service_is_valid(name), n;
     beacon_reason_t r;

@@ -3,8 +3,8 @@
 /*
  * libFuzzer target: the receiver, beacon_verify() and beacon_receive(),
  * on arbitrary bytes, with the wire format's test-vector key and a lease
- * table; beacon_verify_any() (key rotation) too when beacon.h has it
- * (BEACON_MAX_KEYS).
+ * table; beacon_verify_any() (key rotation), and beacon_verify_ring() (key
+ * selection by service, wire format 1.2) on a ring of 64 services.
  *
  * Each input is used three ways:
  *  1. as it is, one datagram: almost always a MAC mismatch or earlier drop,
@@ -27,8 +27,15 @@
  *  - reasons are in range, deterministic, and follow the wire format's
  *    order (oversize, then NUL, then frame, then MAC); whatever passes
  *    the frame check has at most BEACON_MAX_FIELDS fields;
- *  - bad_field names svc on a bad field and nothing on any other verdict;
- *    an accepted svc is a valid service name;
+ *  - bad_field names svc, ctx, route, lbfactor or state on a bad field
+ *    and nothing on any other verdict; an accepted svc is a valid service
+ *    name, an accepted state one of the three, an accepted ctx 1 to 16
+ *    paths inside its span;
+ *  - key selection: beacon_verify_ring() gives beacon_verify()'s verdict
+ *    under the key set that the first svc= token names (written out again
+ *    here, with a scan for the service where the library hashes), then
+ *    step 6 of the ring (its service, or wrong service), with and without
+ *    a required service;
  *  - a correctly signed datagram is never a MAC mismatch, and one that
  *    passes under the key fails under another key;
  *  - BEACON_OK: every span lies inside the signed part of the buffer, is
@@ -51,6 +58,12 @@
 static beacon_key_t key, other;
 static beacon_table_t table; /* ~90 KiB: static, not on the stack */
 
+/* The ring: default key `key`; "shop" with `other` of its own, "cart"
+ * without keys, then "s0" to "s61", each with a key of its own. */
+#define RING_FILLERS 62
+static beacon_ring_t ring;
+static beacon_key_t filler_keys[RING_FILLERS];
+
 /* The wire format's service rule, written out again on purpose (the
  * library's own is what is under test). */
 static int service_is_valid(const char *s, size_t len)
@@ -68,6 +81,37 @@ static int service_is_valid(const char *s, size_t len)
         }
     }
     return 1;
+}
+
+static int span_is(beacon_span_t s, const char *lit)
+{
+    return s.ptr != NULL && s.len == strlen(lit) && memcmp(s.ptr, lit, s.len) == 0;
+}
+
+/* An accepted state is one of the three, and ctx lists 1 to 16 paths,
+ * each inside the ctx span, starting with '/'. */
+static void check_v12_values(const beacon_datagram_t *dg)
+{
+    beacon_span_t paths[BEACON_CTX_MAX_PATHS];
+    unsigned n, i;
+
+    FUZZ_CHECK(dg->state.ptr == NULL || span_is(dg->state, "leaving") ||
+                   span_is(dg->state, "draining") ||
+                   span_is(dg->state, "standby"),
+               "accepted state=%.*s", (int)dg->state.len, dg->state.ptr);
+    n = beacon_datagram_contexts(dg, paths);
+    FUZZ_CHECK((n == 0) == (dg->ctx.ptr == NULL) && n <= BEACON_CTX_MAX_PATHS,
+               "%u contexts", n);
+    for (i = 0; i < n; i++) {
+        FUZZ_CHECK(paths[i].ptr >= dg->ctx.ptr &&
+                       paths[i].ptr + paths[i].len <= dg->ctx.ptr + dg->ctx.len &&
+                       paths[i].len > 0 && paths[i].len <= BEACON_CTX_PATH_MAX &&
+                       paths[i].ptr[0] == '/',
+                   "context %u out of its span", i);
+        FUZZ_CHECK(beacon_context_matches(paths[i].ptr, paths[i].len,
+                                          paths[i].ptr, paths[i].len),
+                   "a context does not match itself");
+    }
 }
 
 static void check_span(const char *what, beacon_span_t s, const char *buf,
@@ -106,6 +150,10 @@ static void check_datagram(const char *buf, size_t len,
     check_span("seq", dg->seq, buf, signed_len);
     check_span("state", dg->state, buf, signed_len);
     check_span("svc", dg->svc, buf, signed_len);
+    check_span("ctx", dg->ctx, buf, signed_len);
+    check_span("route", dg->route, buf, signed_len);
+    check_span("lbfactor", dg->lbfactor, buf, signed_len);
+    check_v12_values(dg);
     FUZZ_CHECK(dg->svc.ptr == NULL ||
                    service_is_valid(dg->svc.ptr, dg->svc.len),
                "accepted svc=%.*s", (int)dg->svc.len, dg->svc.ptr);
@@ -138,11 +186,16 @@ static void check_fields(const char *buf, size_t len, beacon_reason_t r,
                    dg->bad_field.ptr[dg->bad_field.len] == '=' &&
                    ((dg->bad_field.len == 3 &&
                      memcmp(dg->bad_field.ptr, "svc", 3) == 0) ||
+                    (dg->bad_field.len == 3 &&
+                     memcmp(dg->bad_field.ptr, "ctx", 3) == 0) ||
                     (dg->bad_field.len == 5 &&
                      memcmp(dg->bad_field.ptr, "route", 5) == 0) ||
                     (dg->bad_field.len == 8 &&
-                     memcmp(dg->bad_field.ptr, "lbfactor", 8) == 0)),
-               "bad field without bad_field naming svc, route or lbfactor");
+                     memcmp(dg->bad_field.ptr, "lbfactor", 8) == 0) ||
+                    (dg->bad_field.len == 5 &&
+                     memcmp(dg->bad_field.ptr, "state", 5) == 0)),
+               "bad field without bad_field naming svc, ctx, route, lbfactor "
+               "or state");
 }
 
 /* A verdict reached before the MAC is checked (steps 1 and 2). */
@@ -181,6 +234,112 @@ static void check_rotation(const char *buf, size_t len, apr_time_t now,
     (void)r;
     (void)ro;
 #endif
+}
+
+/* ------------------------------------------------------------------ */
+/* Key selection                                                       */
+
+static void make_ring(void)
+{
+    char name[8];
+    unsigned i;
+
+    beacon_ring_init(&ring, &key, 1);
+    FUZZ_CHECK(beacon_ring_add(&ring, "shop", &other, 1) == NULL, "ring shop");
+    FUZZ_CHECK(beacon_ring_add(&ring, "cart", NULL, 0) == NULL, "ring cart");
+    for (i = 0; i < RING_FILLERS; i++) {
+        memset(&filler_keys[i], (int)i + 1, sizeof(filler_keys[i]));
+        (void)snprintf(name, sizeof(name), "s%u", i);
+        FUZZ_CHECK(beacon_ring_add(&ring, name, &filler_keys[i], 1) == NULL,
+                   "ring %s", name);
+    }
+}
+
+/* The value of the first token whose key is svc in the signed part of a
+ * well-framed datagram: the rule written out again (tokens are split at
+ * single spaces; the first is BEACON). */
+static beacon_span_t first_svc(const char *buf, size_t signed_len)
+{
+    const char *p = buf + 6, *end = buf + signed_len;
+    beacon_span_t none = {NULL, 0};
+
+    while (p < end) {
+        const char *tok = p + 1, *next = memchr(tok, ' ', (size_t)(end - tok));
+
+        next = next ? next : end;
+        if (next - tok > 4 && memcmp(tok, "svc=", 4) == 0) {
+            beacon_span_t v = {tok + 4, (size_t)(next - tok - 4)};
+            return v;
+        }
+        p = next;
+    }
+    return none;
+}
+
+/* The service a name picks, by a scan of the ring (the library hashes):
+ * its index, or -1. */
+static int ring_index(beacon_span_t name)
+{
+    unsigned i;
+
+    for (i = 0; name.ptr != NULL && i < ring.nservices; i++) {
+        if (ring.service[i].len == name.len &&
+            memcmp(ring.service[i].name, name.ptr, name.len) == 0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/*
+ * beacon_verify_ring against beacon_verify under the key the svc= bytes
+ * select (r under key, ro under other, when those are the one): the same
+ * verdict up to the MAC and the fields, then the ring's step 6.
+ */
+static void check_ring(const char *buf, size_t len, apr_time_t now,
+                       beacon_reason_t r, beacon_reason_t ro, int require)
+{
+    beacon_datagram_t dg, base_dg;
+    beacon_reason_t got, base, want;
+    const beacon_key_t *k;
+    int chosen = -1, named = -1;
+
+    beacon_ring_require_service(&ring, require);
+    got = beacon_verify_ring(buf, len, &ring, now, FUZZ_SKEW, &dg);
+    if (pre_mac(r)) {
+        FUZZ_CHECK(got == r, "ring pre-MAC %s, verify %s",
+                   beacon_reason_name(got), beacon_reason_name(r));
+        return;
+    }
+    chosen = ring_index(first_svc(buf, len - MAC_TAIL_LEN));
+    if (chosen < 0 || ring.service[chosen].nkeys == 0) {
+        k = &key; /* unknown, absent, or cart: the default key */
+        base = r;
+    }
+    else if (chosen == 0) {
+        k = &other;
+        base = ro;
+    }
+    else {
+        k = &filler_keys[chosen - 2];
+        base = beacon_verify(buf, len, k, now, FUZZ_SKEW, &base_dg);
+    }
+    want = base;
+    if (base == BEACON_OK) {
+        (void)beacon_verify(buf, len, k, now, FUZZ_SKEW, &base_dg);
+        named = ring_index(base_dg.svc);
+        if ((base_dg.svc.ptr != NULL && named < 0) ||
+            (base_dg.svc.ptr == NULL && require)) {
+            want = BEACON_DROP_WRONG_SERVICE;
+        }
+    }
+    FUZZ_CHECK(got == want, "ring %s, want %s (svc picks %d)",
+               beacon_reason_name(got), beacon_reason_name(want), chosen);
+    if (got == BEACON_OK) {
+        check_datagram(buf, len, &dg, now);
+        FUZZ_CHECK(dg.service == named, "ring service %d, svc names %d",
+                   dg.service, named);
+    }
 }
 
 /* beacon_verify() with every cross-check; returns its reason. */
@@ -235,6 +394,7 @@ static beacon_reason_t verify_checked(const char *buf, size_t len,
     }
 
     check_rotation(buf, len, now, r, ro);
+    check_ring(buf, len, now, r, ro, (int)(len & 1));
     return r;
 }
 
@@ -652,6 +812,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!ready) {
         key = fuzz_key(FUZZ_HEX_KEY);
         other = fuzz_key(PASSPHRASE);
+        make_ring();
         ready = 1;
     }
 

@@ -269,6 +269,19 @@ static const struct {
      "BEACON url=http://a ts=1796000000000002 svc=cart\n"},
     {"an invalid service fails closed",
      "!service bad name\nBEACON url=http://a ts=1796000000000000 svc=bad\n"},
+    {"draining and standby renew, leaving disables",
+     "BEACON url=http://d ts=1796000000000000 svc=cart ctx=/shop,/cart "
+     "state=draining\n"
+     "BEACON url=http://d ts=1796000000000001 state=standby ctx=/\n"
+     "BEACON url=http://d ts=1796000000000002 state=leaving\n"
+     "BEACON url=http://d ts=1796000000000003 state=draining\n"},
+    /* key selection (fuzz_verify's ring): a filler's own key, the default
+     * keys of cart, a name of no service, a second svc */
+    {"svc names services of the ring",
+     "BEACON url=http://e ts=1796000000000000 svc=s7\n"
+     "BEACON url=http://e ts=1796000000000001 svc=cart\n"
+     "BEACON url=http://e ts=1796000000000002 svc=s62\n"
+     "BEACON url=http://e ts=1796000000000003 svc=shop svc=s1\n"},
 };
 
 /* Failed adds until the back-off reaches its cap: each line's length is

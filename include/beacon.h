@@ -48,9 +48,18 @@ extern "C" {
 #define BEACON_DEFAULT_INTERVAL apr_time_from_sec(5)
 #define BEACON_DEFAULT_MAX_SKEW apr_time_from_sec(30)
 
-/* The one value of the state= field this version defines: the sender is
- * stopping, and the receiver takes the member out of rotation at once. */
+/* The values of the state= field. leaving (1.1): the sender is stopping,
+ * and the receiver takes the member out of rotation at once. draining and
+ * standby (1.2): the member stays, with httpd's drain (N) or hot-standby
+ * (H) flag. */
 #define BEACON_STATE_LEAVING "leaving"
+#define BEACON_STATE_DRAINING "draining"
+#define BEACON_STATE_STANDBY "standby"
+
+/* ctx= (1.2): 1 to BEACON_CTX_MAX_PATHS paths, each of at most
+ * BEACON_CTX_PATH_MAX bytes. */
+#define BEACON_CTX_MAX_PATHS 16
+#define BEACON_CTX_PATH_MAX 80
 
 /*
  * A sender says state=leaving once, then BEACON_LEAVING_REPEATS times
@@ -199,10 +208,11 @@ typedef struct {
     apr_int64_t pid;   /* sender's pid, or < 0 to omit */
     apr_int64_t seq;   /* counter, or < 0 to omit */
     apr_int64_t ts;    /* microseconds since the epoch, >= 0 */
-    const char *state; /* BEACON_STATE_LEAVING, or NULL to omit */
+    const char *state; /* a BEACON_STATE_* value, or NULL to omit */
     const char *svc;   /* the service it is meant for (v1.1), or NULL */
     const char *route; /* its route for sticky sessions (v1.1), or NULL */
     const char *lbfactor; /* its load factor (v1.1), or NULL */
+    const char *ctx;   /* its contexts, "/shop,/cart" (v1.2), or NULL */
 } beacon_announcement_t;
 
 /* Whether name can be a service (svc=): 1 to BEACON_SERVICE_MAX bytes of
@@ -226,11 +236,11 @@ int beacon_value_is_valid(const char *v);
 
 /*
  * Writes the signed datagram for a into buf (NUL-terminated) in the wire
- * order url, host, pid, seq, ts, svc, route, lbfactor, state, mac. Returns
- * its length, or -1 when a value is empty or holds a space or a
- * non-printable byte, svc, route or lbfactor breaks its rule
- * (beacon_service_is_valid, beacon_route_is_valid, beacon_lbfactor_parse),
- * ts, pid or seq is above
+ * order url, host, pid, seq, ts, svc, ctx, route, lbfactor, state, mac.
+ * Returns its length, or -1 when a value is empty or holds a space or a
+ * non-printable byte, svc, ctx, route, lbfactor or state breaks its rule
+ * (beacon_service_is_valid, beacon_ctx_parse, beacon_route_is_valid,
+ * beacon_lbfactor_parse, beacon_wire_state_parse), ts, pid or seq is above
  * BEACON_DECIMAL_MAX, or the datagram would exceed BEACON_MAX_DATAGRAM or
  * bufsize - 1.
  */
@@ -295,11 +305,36 @@ typedef struct {
     apr_size_t len;
 } beacon_span_t;
 
+/* The service of a datagram that goes to the receiver's default (no
+ * service, or a ring without services): beacon_datagram_t.service. */
+#define BEACON_SERVICE_DEFAULT (-1)
+
 typedef struct {
-    beacon_span_t url, host, pid, seq, state, svc, route, lbfactor;
+    beacon_span_t url, host, pid, seq, state, svc, route, lbfactor, ctx;
     apr_int64_t ts;
     beacon_span_t bad_field; /* BEACON_DROP_BAD_FIELD: the field's key */
+    /* beacon_verify_ring: the index of the ring's service svc= names, or
+     * BEACON_SERVICE_DEFAULT; always BEACON_SERVICE_DEFAULT otherwise. */
+    int service;
 } beacon_datagram_t;
+
+/* What state= says. */
+typedef enum {
+    BEACON_WIRE_NONE = 0, /* no state=: a normal announcement */
+    BEACON_WIRE_LEAVING,  /* state=leaving */
+    BEACON_WIRE_DRAINING, /* state=draining: httpd's N flag */
+    BEACON_WIRE_STANDBY   /* state=standby: httpd's H flag */
+} beacon_wire_state_t;
+
+/* The state a state= value names (s[0..len)), or -1 for any other value
+ * (a verified datagram never has one: it is a bad field state). */
+int beacon_wire_state_parse(const char *s, apr_size_t len);
+
+/* "leaving", "draining", "standby"; "" for BEACON_WIRE_NONE. */
+const char *beacon_wire_state_name(beacon_wire_state_t state);
+
+/* The state a verified datagram announces. */
+beacon_wire_state_t beacon_datagram_state(const beacon_datagram_t *dg);
 
 /* Whether the datagram says state=leaving. */
 int beacon_datagram_is_leaving(const beacon_datagram_t *dg);
@@ -313,8 +348,8 @@ apr_int64_t beacon_span_number(const beacon_span_t *span);
  * Checks buf[0..len) in the wire format's order: size, NUL, frame (at
  * most BEACON_MAX_FIELDS fields), MAC (constant time, before any field is
  * interpreted), duplicate fields, ts syntax, the values of the version 1.1
- * fields this version knows (svc; out->bad_field names the one that is
- * bad), and freshness (|ts - now| <= max_skew, both in microseconds).
+ * and 1.2 fields this version knows (svc, ctx, route, lbfactor, state, in
+ * that order; out->bad_field names the first that is bad), and freshness (|ts - now| <= max_skew, both in microseconds).
  * On BEACON_OK, out's spans point into buf (which need not be
  * NUL-terminated); on a drop, out is unspecified but for bad_field.
  */
@@ -332,6 +367,126 @@ beacon_reason_t beacon_verify_any(const char *buf, apr_size_t len,
                                   const beacon_key_t *keys, unsigned nkeys,
                                   apr_time_t now, apr_interval_time_t max_skew,
                                   beacon_datagram_t *out);
+
+/* ------------------------------------------------------------------ */
+/* Key ring: one receiver, many services, each with keys of its own    */
+
+#define BEACON_RING_MAX_SERVICES 256
+#define BEACON_RING_BUCKETS 512  /* power of two, 2 x services */
+
+typedef struct {
+    char name[BEACON_SERVICE_MAX + 1];
+    apr_size_t len;
+    beacon_key_t keys[BEACON_MAX_KEYS];
+    unsigned nkeys;          /* 0: the ring's default keys */
+    apr_uint32_t hash;
+    apr_int16_t next;        /* bucket chain, index or -1 */
+} beacon_ring_service_t;
+
+/*
+ * What a receiver verifies with (wire format 1.2, key selection): the
+ * default keys (ProxyBeaconSecret) and its services, each with a name and
+ * optionally keys of its own. Filled at configuration time, then only
+ * read; a plain block (no pointers), the caller places it where it likes.
+ */
+typedef struct {
+    beacon_key_t keys[BEACON_MAX_KEYS]; /* the default keys */
+    unsigned nkeys;
+    int require_svc;         /* with services: no svc= is a wrong service */
+    unsigned nservices;
+    apr_int16_t bucket[BEACON_RING_BUCKETS];
+    beacon_ring_service_t service[BEACON_RING_MAX_SERVICES];
+} beacon_ring_t;
+
+/* A ring with the default keys[0..nkeys) (0 to BEACON_MAX_KEYS; with none,
+ * only a service's own keys verify anything) and no service. */
+void beacon_ring_init(beacon_ring_t *ring, const beacon_key_t *keys,
+                      unsigned nkeys);
+
+/*
+ * Adds the service name (beacon_service_is_valid) with its own
+ * keys[0..nkeys) (0 to BEACON_MAX_KEYS; 0: the default keys verify it).
+ * Its index is the number of services added before it. Returns NULL, or a
+ * static message: an invalid name, a name already in the ring, too many
+ * keys or services.
+ */
+const char *beacon_ring_add(beacon_ring_t *ring, const char *name,
+                            const beacon_key_t *keys, unsigned nkeys);
+
+/* Whether a datagram without svc= is a wrong service on a ring with
+ * services (a receiver with no balancer outside its services, or one
+ * ProxyBeaconService). Off after beacon_ring_init: such a datagram goes
+ * to BEACON_SERVICE_DEFAULT. */
+void beacon_ring_require_service(beacon_ring_t *ring, int required);
+
+/* The index of the service named name[0..len) (byte for byte), or -1.
+ * A hash lookup: it does not grow with the number of services. */
+int beacon_ring_find(const beacon_ring_t *ring, const char *name,
+                     apr_size_t len);
+
+/* The keys a datagram for service (an index, or BEACON_SERVICE_DEFAULT)
+ * is verified with: its own, or the default ones; *nkeys says how many. */
+const beacon_key_t *beacon_ring_keys(const beacon_ring_t *ring, int service,
+                                     unsigned *nkeys);
+
+/*
+ * Two services that share a key, so that neither is isolated from the
+ * other (two without keys of their own share the default ones), or a
+ * service whose own keys hold a default key (*a == -1): 1 with *a < *b
+ * set to the first such pair, or 0.
+ */
+int beacon_ring_shared_key(const beacon_ring_t *ring, int *a, int *b);
+
+/*
+ * beacon_verify with key selection: after the frame check, the bytes of
+ * the first svc= token, unparsed and untrusted, pick the key set
+ * (beacon_ring_keys of the service they name; the default keys when they
+ * name none, or there is no svc=), and only that set is tried: one MAC per
+ * key of it, however many services the ring has. Then steps 4 and 5 as
+ * beacon_verify, and step 6: on a ring with services, an svc= that names
+ * none of them, or no svc= under beacon_ring_require_service, is
+ * BEACON_DROP_WRONG_SERVICE. On BEACON_OK out->service is the index of
+ * the service svc= names, or BEACON_SERVICE_DEFAULT.
+ */
+beacon_reason_t beacon_verify_ring(const char *buf, apr_size_t len,
+                                   const beacon_ring_t *ring, apr_time_t now,
+                                   apr_interval_time_t max_skew,
+                                   beacon_datagram_t *out);
+
+/* ------------------------------------------------------------------ */
+/* Contexts (ctx=, wire format 1.2): request paths a member serves      */
+
+/* Whether path[0..len) is one context: "/" or "/seg(/seg)*", a segment
+ * 1 or more of [A-Za-z0-9._~-] and not "." or "..", no trailing "/", at
+ * most BEACON_CTX_PATH_MAX bytes. */
+int beacon_context_is_valid(const char *path, apr_size_t len);
+
+/*
+ * The paths of a ctx= value ("/shop,/cart"): 1 to BEACON_CTX_MAX_PATHS
+ * valid contexts separated by ",". Returns how many, each a span into
+ * value, or -1 when the value breaks the rule (paths then unspecified).
+ */
+int beacon_ctx_parse(const char *value, apr_size_t len,
+                     beacon_span_t paths[BEACON_CTX_MAX_PATHS]);
+
+/* The contexts of a verified datagram into paths; 0 without ctx=. */
+unsigned beacon_datagram_contexts(const beacon_datagram_t *dg,
+                                  beacon_span_t paths[BEACON_CTX_MAX_PATHS]);
+
+/*
+ * Whether the context ctx[0..ctxlen) matches the request path
+ * path[0..pathlen): "/shop" matches "/shop", "/shop/..." and "/shop;..."
+ * (a path parameter, Tomcat's ;jsessionid=), never "/shopping"; "/"
+ * matches every path that starts with "/". Bytes compared as they are
+ * (case counts, nothing decoded).
+ */
+int beacon_context_matches(const char *ctx, apr_size_t ctxlen,
+                           const char *path, apr_size_t pathlen);
+
+/* The index of the longest of ctxs[0..n) that matches path (the first of
+ * equals), or -1 when none does. */
+int beacon_context_best(const beacon_span_t *ctxs, unsigned n,
+                        const char *path, apr_size_t pathlen);
 
 /* ------------------------------------------------------------------ */
 /* Member identity                                                     */
@@ -688,6 +843,16 @@ beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
                                    unsigned nkeys, const char *buf,
                                    apr_size_t len, apr_time_t now,
                                    beacon_event_t *ev);
+
+/*
+ * Steps 7 and 8 for a datagram beacon_verify_ring passed, in ev->dg: its
+ * url canonicalized and accepted into t, the table of the balancer that
+ * ev->dg.service picks (t's own service is not checked: the ring did).
+ * ev's other fields are set as beacon_receive sets them; a heartbeat
+ * gives BEACON_OK with ev->rec NULL.
+ */
+beacon_reason_t beacon_receive_verified(beacon_table_t *t, apr_time_t now,
+                                        beacon_event_t *ev);
 
 #ifdef __cplusplus
 }

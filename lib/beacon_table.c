@@ -361,23 +361,23 @@ static int is_for_service(const beacon_table_t *t, const beacon_span_t *svc)
            memcmp(svc->ptr, t->service, svc->len) == 0;
 }
 
-beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
-                                   unsigned nkeys, const char *buf,
-                                   apr_size_t len, apr_time_t now,
-                                   beacon_event_t *ev)
+/* Clears what the steps after the MAC fill in. */
+static void event_reset(beacon_event_t *ev)
 {
-    beacon_reason_t reason;
-
     ev->url[0] = '\0';
     ev->rec = NULL;
     ev->action = BEACON_ACT_NONE;
     ev->second_copy = 0;
-    reason = beacon_verify_any(buf, len, keys, nkeys, now, t->max_skew, &ev->dg);
-    if (reason == BEACON_OK && !is_for_service(t, &ev->dg.svc)) {
-        return BEACON_DROP_WRONG_SERVICE;
-    }
-    if (reason != BEACON_OK || ev->dg.url.ptr == NULL) {
-        return reason;
+}
+
+beacon_reason_t beacon_receive_verified(beacon_table_t *t, apr_time_t now,
+                                        beacon_event_t *ev)
+{
+    beacon_reason_t reason;
+
+    event_reset(ev);
+    if (ev->dg.url.ptr == NULL) {
+        return BEACON_OK; /* a heartbeat */
     }
     if (beacon_url_canonicalize(ev->dg.url.ptr, ev->dg.url.len, ev->url,
                                 sizeof(ev->url)) != NULL) {
@@ -393,6 +393,24 @@ beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
         ev->second_copy = r != NULL && r->high_ts == ev->dg.ts;
     }
     return reason;
+}
+
+beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
+                                   unsigned nkeys, const char *buf,
+                                   apr_size_t len, apr_time_t now,
+                                   beacon_event_t *ev)
+{
+    beacon_reason_t reason;
+
+    event_reset(ev);
+    reason = beacon_verify_any(buf, len, keys, nkeys, now, t->max_skew, &ev->dg);
+    if (reason == BEACON_OK && !is_for_service(t, &ev->dg.svc)) {
+        return BEACON_DROP_WRONG_SERVICE;
+    }
+    if (reason != BEACON_OK) {
+        return reason;
+    }
+    return beacon_receive_verified(t, now, ev);
 }
 
 beacon_reason_t beacon_receive(beacon_table_t *t, const beacon_key_t *key,

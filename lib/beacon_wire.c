@@ -2,8 +2,9 @@
 
 /*
  * The datagram: formatting on the sender, steps 1 to 5 of the wire format
- * on the receiver. The receiver's order is part of the contract: nothing
- * a datagram says is interpreted before its MAC has been checked.
+ * on the receiver (6 too with a key ring). The receiver's order is part
+ * of the contract: nothing a datagram says is interpreted before its MAC
+ * has been checked, but for the svc= bytes that pick a ring's key set.
  */
 
 #include <string.h>
@@ -237,6 +238,12 @@ int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
     if (a->svc) {
         ok &= beacon_service_is_valid(a->svc) && put_field(&w, "svc", a->svc);
     }
+    if (a->ctx) {
+        beacon_span_t paths[BEACON_CTX_MAX_PATHS];
+
+        ok &= beacon_ctx_parse(a->ctx, strlen(a->ctx), paths) > 0 &&
+              put_field(&w, "ctx", a->ctx);
+    }
     if (a->route) {
         ok &= beacon_route_is_valid(a->route) && put_field(&w, "route", a->route);
     }
@@ -245,7 +252,9 @@ int beacon_format(char *buf, apr_size_t bufsize, const beacon_announcement_t *a,
               put_field(&w, "lbfactor", a->lbfactor);
     }
     if (a->state) {
-        ok &= put_field(&w, "state", a->state);
+        ok &= beacon_wire_state_parse(a->state, strlen(a->state)) >
+                  BEACON_WIRE_NONE &&
+              put_field(&w, "state", a->state);
     }
     if (!ok || w.overflow) {
         return -1;
@@ -464,6 +473,7 @@ static beacon_reason_t parse_fields(const char *buf, apr_size_t signed_len,
         {"svc", 3, offsetof(beacon_datagram_t, svc)},
         {"route", 5, offsetof(beacon_datagram_t, route)},
         {"lbfactor", 8, offsetof(beacon_datagram_t, lbfactor)},
+        {"ctx", 3, offsetof(beacon_datagram_t, ctx)},
     };
     tokens_t t = tokens_of(buf, signed_len);
     beacon_span_t key, value, ts = {NULL, 0};
@@ -517,14 +527,20 @@ static beacon_reason_t bad_field(beacon_datagram_t *out,
 }
 
 /*
- * Step 4, last: the values of the version 1.1 fields this release acts on,
- * in the wire order, so that none is ever half-applied.
+ * Step 4, last: the values of the version 1.1 and 1.2 fields this release
+ * acts on, in the wire order, so that none is ever half-applied.
  */
 static beacon_reason_t check_values(beacon_datagram_t *out)
 {
+    beacon_span_t paths[BEACON_CTX_MAX_PATHS];
+
     if (out->svc.ptr != NULL &&
         !word_span_is_valid(out->svc.ptr, out->svc.len, BEACON_SERVICE_MAX)) {
         return bad_field(out, &out->svc, sizeof("svc") - 1);
+    }
+    if (out->ctx.ptr != NULL &&
+        beacon_ctx_parse(out->ctx.ptr, out->ctx.len, paths) < 0) {
+        return bad_field(out, &out->ctx, sizeof("ctx") - 1);
     }
     if (out->route.ptr != NULL &&
         !word_span_is_valid(out->route.ptr, out->route.len, BEACON_ROUTE_MAX)) {
@@ -534,14 +550,49 @@ static beacon_reason_t check_values(beacon_datagram_t *out)
         beacon_lbfactor_parse(out->lbfactor.ptr, out->lbfactor.len) < 0) {
         return bad_field(out, &out->lbfactor, sizeof("lbfactor") - 1);
     }
+    if (out->state.ptr != NULL &&
+        beacon_wire_state_parse(out->state.ptr, out->state.len) < 0) {
+        return bad_field(out, &out->state, sizeof("state") - 1);
+    }
     return BEACON_OK;
+}
+
+static const char *const wire_states[] = {
+    [BEACON_WIRE_NONE] = "",
+    [BEACON_WIRE_LEAVING] = BEACON_STATE_LEAVING,
+    [BEACON_WIRE_DRAINING] = BEACON_STATE_DRAINING,
+    [BEACON_WIRE_STANDBY] = BEACON_STATE_STANDBY,
+};
+
+#define NWIRE_STATES (sizeof(wire_states) / sizeof(wire_states[0]))
+
+int beacon_wire_state_parse(const char *s, apr_size_t len)
+{
+    unsigned i;
+
+    for (i = BEACON_WIRE_LEAVING; s != NULL && i < NWIRE_STATES; i++) {
+        if (len == strlen(wire_states[i]) && memcmp(s, wire_states[i], len) == 0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+const char *beacon_wire_state_name(beacon_wire_state_t state)
+{
+    return (unsigned)state < NWIRE_STATES ? wire_states[state] : "";
+}
+
+beacon_wire_state_t beacon_datagram_state(const beacon_datagram_t *dg)
+{
+    int st = beacon_wire_state_parse(dg->state.ptr, dg->state.len);
+
+    return st < 0 ? BEACON_WIRE_NONE : (beacon_wire_state_t)st;
 }
 
 int beacon_datagram_is_leaving(const beacon_datagram_t *dg)
 {
-    return dg->state.ptr != NULL &&
-           span_is(&dg->state, BEACON_STATE_LEAVING,
-                   sizeof(BEACON_STATE_LEAVING) - 1);
+    return beacon_datagram_state(dg) == BEACON_WIRE_LEAVING;
 }
 
 apr_int64_t beacon_span_number(const beacon_span_t *span)
@@ -554,35 +605,50 @@ apr_int64_t beacon_span_number(const beacon_span_t *span)
     return n;
 }
 
-beacon_reason_t beacon_verify_any(const char *buf, apr_size_t len,
-                                  const beacon_key_t *keys, unsigned nkeys,
-                                  apr_time_t now, apr_interval_time_t max_skew,
-                                  beacon_datagram_t *out)
+/* Steps 1 and 2; *signed_len is where " mac=" starts. */
+static beacon_reason_t check_frame(const char *buf, apr_size_t len,
+                                   apr_size_t *signed_len,
+                                   beacon_datagram_t *out)
 {
-    apr_size_t signed_len;
-    apr_int64_t skew;
-    beacon_reason_t reason;
-    unsigned i;
-    int matched = 0;
-
     out->bad_field.ptr = NULL; /* set by a bad field only, whatever comes */
     out->bad_field.len = 0;
+    out->service = BEACON_SERVICE_DEFAULT;
     if (len > BEACON_MAX_DATAGRAM) {
         return BEACON_DROP_OVERSIZE;
     }
     if (memchr(buf, '\0', len) != NULL) {
         return BEACON_DROP_EMBEDDED_NUL;
     }
-    if (!frame_is_valid(buf, len, &signed_len)) {
+    if (!frame_is_valid(buf, len, signed_len)) {
         return BEACON_DROP_BAD_FRAME;
     }
-    for (i = 0; i < nkeys && i < BEACON_MAX_KEYS && !matched; i++) {
-        matched = mac_matches(buf, signed_len, &keys[i]);
+    return BEACON_OK;
+}
+
+/* Step 3 under keys[0..nkeys): one MAC per key until one matches. */
+static int any_key_matches(const char *buf, apr_size_t signed_len,
+                           const beacon_key_t *keys, unsigned nkeys)
+{
+    unsigned i;
+
+    for (i = 0; i < nkeys && i < BEACON_MAX_KEYS; i++) {
+        if (mac_matches(buf, signed_len, &keys[i])) {
+            return 1;
+        }
     }
-    if (!matched) {
-        return BEACON_DROP_MAC_MISMATCH;
-    }
-    reason = parse_fields(buf, signed_len, out);
+    return 0;
+}
+
+/* Steps 4 and 5, once the MAC matched. */
+static beacon_reason_t check_fields(const char *buf, apr_size_t signed_len,
+                                    apr_time_t now,
+                                    apr_interval_time_t max_skew,
+                                    beacon_datagram_t *out)
+{
+    apr_int64_t skew;
+    beacon_reason_t reason = parse_fields(buf, signed_len, out);
+
+    out->service = BEACON_SERVICE_DEFAULT; /* parse_fields cleared out */
     if (reason == BEACON_OK) {
         reason = check_values(out);
     }
@@ -594,6 +660,85 @@ beacon_reason_t beacon_verify_any(const char *buf, apr_size_t len,
         return BEACON_DROP_STALE_TS;
     }
     return BEACON_OK;
+}
+
+beacon_reason_t beacon_verify_any(const char *buf, apr_size_t len,
+                                  const beacon_key_t *keys, unsigned nkeys,
+                                  apr_time_t now, apr_interval_time_t max_skew,
+                                  beacon_datagram_t *out)
+{
+    apr_size_t signed_len;
+    beacon_reason_t reason = check_frame(buf, len, &signed_len, out);
+
+    if (reason != BEACON_OK) {
+        return reason;
+    }
+    if (!any_key_matches(buf, signed_len, keys, nkeys)) {
+        return BEACON_DROP_MAC_MISMATCH;
+    }
+    return check_fields(buf, signed_len, now, max_skew, out);
+}
+
+/*
+ * The value of the first svc= token of a well-framed signed part, bytes
+ * unparsed: the one thing read before the MAC, and only to pick keys. A
+ * second svc= is a duplicate field after the MAC whichever set was tried.
+ */
+static beacon_span_t svc_token(const char *buf, apr_size_t signed_len)
+{
+    tokens_t t = tokens_of(buf, signed_len);
+    beacon_span_t key, value, none = {NULL, 0};
+
+    while (next_token(&t, &key, &value) == 1) {
+        if (span_is(&key, "svc", 3)) {
+            return value;
+        }
+    }
+    return none;
+}
+
+/* Step 6 on a ring: which service a verified datagram is for. */
+static beacon_reason_t ring_service(const beacon_ring_t *ring,
+                                    beacon_datagram_t *out)
+{
+    if (ring->nservices == 0) {
+        return BEACON_OK; /* svc= is read, not required: the default */
+    }
+    if (out->svc.ptr == NULL) {
+        return ring->require_svc ? BEACON_DROP_WRONG_SERVICE : BEACON_OK;
+    }
+    out->service = beacon_ring_find(ring, out->svc.ptr, out->svc.len);
+    if (out->service < 0) {
+        out->service = BEACON_SERVICE_DEFAULT;
+        return BEACON_DROP_WRONG_SERVICE;
+    }
+    return BEACON_OK;
+}
+
+beacon_reason_t beacon_verify_ring(const char *buf, apr_size_t len,
+                                   const beacon_ring_t *ring, apr_time_t now,
+                                   apr_interval_time_t max_skew,
+                                   beacon_datagram_t *out)
+{
+    apr_size_t signed_len;
+    const beacon_key_t *keys;
+    unsigned nkeys;
+    beacon_span_t svc;
+    beacon_reason_t reason = check_frame(buf, len, &signed_len, out);
+
+    if (reason != BEACON_OK) {
+        return reason;
+    }
+    /* unknown or absent: the default keys, so a stranger's drop is a mac
+     * mismatch like any forgery, and wrong service only after the MAC */
+    svc = svc_token(buf, signed_len);
+    keys = beacon_ring_keys(ring, beacon_ring_find(ring, svc.ptr, svc.len),
+                            &nkeys);
+    if (!any_key_matches(buf, signed_len, keys, nkeys)) {
+        return BEACON_DROP_MAC_MISMATCH;
+    }
+    reason = check_fields(buf, signed_len, now, max_skew, out);
+    return reason == BEACON_OK ? ring_service(ring, out) : reason;
 }
 
 beacon_reason_t beacon_verify(const char *buf, apr_size_t len,

@@ -313,11 +313,11 @@ class SignTest(CliTestCase):
     # The option of sign that writes each field of the wire format.
     OPTION_OF = {"url": "--url", "host": "--host", "pid": "--pid",
                  "seq": "--seq", "ts": "--ts", "svc": "--service",
-                 "route": "--route", "lbfactor": "--lbfactor",
+                 "ctx": "--ctx", "route": "--route", "lbfactor": "--lbfactor",
                  "state": "--state"}
 
     def test_every_vector_is_signed_again_from_its_fields(self):
-        # v1 and v1.1 rows alike: a row added to the file is checked too
+        # v1, v1.1 and v1.2 rows alike: a row added to the file is checked too
         for version, secret, datagram in vectors():
             with self.subTest(version=version, datagram=datagram):
                 fields = [t.split("=", 1) for t in datagram.split(" ")[1:-1]]
@@ -348,6 +348,23 @@ class SignTest(CliTestCase):
             with self.subTest(option=option, value=value):
                 out = self.sign("--ts", "5", option, value, secret=HEX_SECRET)
                 self.assertIn(f" {option[2:]}={value} ", out)
+
+    def test_an_invalid_ctx_or_state_is_a_usage_error_naming_the_rule(self):
+        for bad in ("shop", "/shop/", "/a,,/b", "/a/../b", "/a%20b",
+                    ",".join(f"/p{i}" for i in range(17))):
+            with self.subTest(ctx=bad):
+                self.assert_one_line_error(
+                    run(["sign", "--ts", "5", "--ctx", bad], secret=HEX_SECRET),
+                    must_contain=["--ctx", "1 to 16 paths", "ctx= rule"])
+        for bad in ("paused", "Leaving", "draining "):
+            with self.subTest(state=bad):
+                self.assert_one_line_error(
+                    run(["sign", "--ts", "5", "--state", bad], secret=HEX_SECRET),
+                    must_contain=["--state", "leaving, draining or standby"])
+        for good in ("leaving", "draining", "standby"):
+            self.assertIn(f" state={good} ",
+                          self.sign("--ts", "5", "--state", good,
+                                    secret=HEX_SECRET))
 
     def test_ts_now_is_this_clock(self):
         before = now_usec()
@@ -428,9 +445,22 @@ class ListenTest(CliTestCase):
         self.assertRegex(line, r"^accepted heartbeat ts=\d+ svc=cart "
                                r"from 127\.0\.0\.1:\d+$")
 
+    def test_accepted_lines_show_svc_ctx_and_state_of_v1_2(self):
+        ts = now_usec()
+        signed = run(["sign", "--url", "http://127.0.0.1:8087", "--ts", str(ts),
+                      "--service", "shop", "--ctx", "/shop,/cart",
+                      "--state", "draining"],
+                     secret=HEX_SECRET).stdout.rstrip("\n")
+        udp_send(self.listener.port, signed)
+        line = self.listener.expect(r"^(accepted|dropped) ")
+        self.assertRegex(line, rf"^accepted url=http://127\.0\.0\.1:8087 "
+                               rf"ts={ts} svc=shop ctx=/shop,/cart "
+                               rf"state=draining from 127\.0\.0\.1:\d+ -> add$")
+
     def test_a_bad_route_or_lbfactor_is_a_bad_field_named_by_its_key(self):
         # sign refuses them, so the datagrams are signed here
-        for key, value in (("route", "web/1"), ("lbfactor", "0.5")):
+        for key, value in (("route", "web/1"), ("lbfactor", "0.5"),
+                           ("ctx", "/shop/"), ("state", "paused")):
             body = (f"BEACON url=http://127.0.0.1:8091 ts={now_usec()} "
                     f"{key}={value}")
             udp_send(self.listener.port, sign_body(body))
@@ -712,6 +742,35 @@ class SendTest(CliTestCase):
         self.assertRegex(line, r"^accepted url=http://127\.0\.0\.1:8092 .* "
                                r"route=web4 lbfactor=3\.25 state=leaving "
                                r"from 127\.0\.0\.1:\d+ -> disable$")
+
+    def test_state_and_ctx_are_sent_in_every_datagram_then_leaving(self):
+        listener = Listener()
+        self.addCleanup(listener.stop)
+        sender = Process(["send", "--interval", "0.2",
+                          "--to", f"127.0.0.1:{listener.port}",
+                          "--url", "http://127.0.0.1:8093", "--host", "web-5",
+                          "--ctx", "/shop", "--state", "standby"])
+        self.addCleanup(sender.stop)
+        for action in ("add", "renew"):
+            line = listener.expect(r"^(accepted|dropped) ")
+            self.assertRegex(line, r"^accepted url=http://127\.0\.0\.1:8093 "
+                                   r"host=web-5 pid=\d+ seq=\d+ ts=\d+ "
+                                   r"ctx=/shop state=standby "
+                                   rf"from 127\.0\.0\.1:\d+ -> {action}$")
+        sender.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(sender.wait(), 0, sender.stderr())
+        line = listener.expect(r"state=leaving")
+        self.assertRegex(line, r" ctx=/shop state=leaving from .* -> disable$")
+
+    def test_send_refuses_state_leaving_and_unknown_states(self):
+        for bad, problem in (("leaving", "says leaving itself"),
+                             ("paused", "draining or standby")):
+            with self.subTest(state=bad):
+                self.assert_one_line_error(
+                    run(["send", "--once", "--to", "127.0.0.1:9", "--url",
+                         "http://127.0.0.1:8080", "--state", bad],
+                        secret=HEX_SECRET),
+                    must_contain=["--state", problem])
 
     def test_once_to_no_reachable_target_exits_1(self):
         r = run(["send", "--once", "--to", "255.255.255.255:9",
@@ -1010,13 +1069,16 @@ class SecretFileTest(CliTestCase):
 
 class HelpTest(CliTestCase):
     OPTIONS = {
-        "send": ["--to", "--url", "--host", "--service", "--route",
-                 "--lbfactor", "--interval", "--once", "--verbose",
+        "send": ["--to", "--url", "--host", "--service", "--ctx", "--route",
+                 "--lbfactor", "--interval", "--state", "--once", "--verbose",
                  "--secret-file", "--secret-exec", "--help"],
+        "drain": ["--for", "--until-command", "--to", "--url", "--host",
+                  "--service", "--ctx", "--route", "--lbfactor", "--interval",
+                  "--verbose", "--secret-file", "--secret-exec", "--help"],
         "listen": ["--bind", "--max-skew", "--count", "--service",
                    "--secret-file", "--secret-exec", "--help"],
         "sign": ["--url", "--host", "--pid", "--seq", "--ts", "--service",
-                 "--route", "--lbfactor", "--state", "--secret-file",
+                 "--ctx", "--route", "--lbfactor", "--state", "--secret-file",
                  "--secret-exec", "--help"],
         "keygen": ["--help"],
     }

@@ -10,6 +10,7 @@ $BEACON_ARTIFACTS/status-page.png (default build/artifacts/) for CI."""
 import os
 import re
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -86,16 +87,26 @@ class Leaving(Periodic):
 
 class Heartbeats(Periodic):
     """Announces each (url, host) of self.urls every period (a list,
-    replaced whole to change it), with an announcer of its own: its timestamps rise
-    whatever other threads send."""
+    replaced whole with keep() to change it), with an announcer of its own:
+    its timestamps rise whatever other threads send."""
 
     def __init__(self, port, period=0.2):
         super().__init__(period)
         self.announcer, self.urls = Announcer(port), []
+        self.lock = threading.Lock()
 
     def tick(self):
-        for url, host in self.urls:
-            self.announcer.announce(url, host=host)
+        with self.lock:
+            for url, host in self.urls:
+                self.announcer.announce(url, host=host)
+
+    def keep(self, n):
+        """Announces only the first n urls from now on; returns once no
+        tick is under way, so no announcement of the others is still in
+        flight (another announcer's for one of them would cross it and be
+        dropped as replayed)."""
+        with self.lock:
+            self.urls = self.urls[:n]
 
 
 def proxy_with_page(httpd_factory, members=()):
@@ -168,7 +179,7 @@ def test_the_page_shows_every_state_in_chromium(httpd_factory, backend_factory, 
     b["static"] = static
     with Heartbeats(ann.addr[1]) as hb:
         members_in_every_state(h, ann, hb, b)
-        hb.urls = hb.urls[:2]  # active and stopped: leaving stops them
+        hb.keep(2)  # active and stopped: leaving stops them
         with Leaving(ann.addr[1], b["leaving"].url):
             h.wait_log(r"backend leaving %s" % re.escape(b["leaving"].url))
             wait_json_states(h, {b["active"].url: "active", b["stopped"].url: "active",

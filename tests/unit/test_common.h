@@ -110,6 +110,27 @@ static inline beacon_key_t spec_hex_key(void)
 }
 
 /*
+ * Writes signed_part[0..len), then " mac=" and the correct tag in hex, into
+ * out (NUL-terminated). Returns the datagram's length.
+ */
+static inline size_t sign_into(char *out, size_t outsize,
+                               const beacon_key_t *key,
+                               const char *signed_part, size_t len)
+{
+    unsigned char mac[BEACON_MAC_LEN];
+    unsigned i;
+
+    beacon_mac(key, signed_part, len, mac);
+    assert_true(len + 5 + 2 * BEACON_MAC_LEN < outsize);
+    memcpy(out, signed_part, len);
+    memcpy(out + len, " mac=", 5);
+    for (i = 0; i < BEACON_MAC_LEN; i++) {
+        snprintf(out + len + 5 + 2 * i, 3, "%02x", mac[i]);
+    }
+    return len + 5 + 2 * BEACON_MAC_LEN;
+}
+
+/*
  * The rows of tests/vectors/<name>, whose header must be cols. ctest sets
  * BEACON_VECTORS to that directory. Fails the test, never skips it, when
  * the variable is unset, the file is missing or damaged, or it holds fewer

@@ -31,7 +31,7 @@ enum { SPEC_VERSION, SPEC_SECRET, SPEC_DATAGRAM };
 #define MAX_SPEC 16
 
 typedef struct {
-    int v1_1;                          /* a version 1.1 datagram */
+    int v1_1;                          /* a version 1.1 or 1.2 datagram */
     int hex_secret;                    /* its secret is a hex: key */
     beacon_key_t key;
     char dg[BEACON_MAX_DATAGRAM + 1];  /* NUL-terminated */
@@ -51,10 +51,11 @@ static void take_spec_row(const vec_row_t *r, spec_vector_t *v)
     const char *ts;
 
     if (!vec_is(&r->col[SPEC_VERSION], "v1") &&
-        !vec_is(&r->col[SPEC_VERSION], "v1.1")) {
+        !vec_is(&r->col[SPEC_VERSION], "v1.1") &&
+        !vec_is(&r->col[SPEC_VERSION], "v1.2")) {
         fail_msg("line %u: version \"%s\"", r->line, r->col[SPEC_VERSION].text);
     }
-    v->v1_1 = vec_is(&r->col[SPEC_VERSION], "v1.1");
+    v->v1_1 = !vec_is(&r->col[SPEC_VERSION], "v1");
     v->key = key_of_secret(&r->col[SPEC_SECRET], r->line);
     v->hex_secret = strncmp(r->col[SPEC_SECRET].text, "hex:", 4) == 0;
     assert_true(dg->len < sizeof v->dg && strlen(dg->text) == dg->len);
@@ -92,26 +93,6 @@ static int load_spec_vectors(void **state)
                  "vector or three vectors of each version");
     }
     return 0;
-}
-
-/*
- * Writes signed_part[0..len), then " mac=" and the correct tag in hex, into
- * out (NUL-terminated). Returns the datagram's length.
- */
-static size_t build(char *out, size_t outsize, const beacon_key_t *key,
-                    const char *signed_part, size_t len)
-{
-    unsigned char mac[BEACON_MAC_LEN];
-    unsigned i;
-
-    beacon_mac(key, signed_part, len, mac);
-    assert_true(len + MAC_TAIL < outsize);
-    memcpy(out, signed_part, len);
-    memcpy(out + len, " mac=", 5);
-    for (i = 0; i < BEACON_MAC_LEN; i++) {
-        snprintf(out + len + 5 + 2 * i, 3, "%02x", mac[i]);
-    }
-    return len + MAC_TAIL;
 }
 
 /* beacon_verify on an exact-length copy that ends before a guard page. */
@@ -188,7 +169,7 @@ static size_t without_reserved(const char *v, char *out, size_t outsize,
         }
         p = tok + len;
     }
-    return build(out, outsize, key, body, n);
+    return sign_into(out, outsize, key, body, n);
 }
 
 /* What beacon_verify read out of a datagram, as an announcement; the
@@ -258,14 +239,14 @@ static void format_writes_fields_in_wire_order_and_omits_absent_ones(void **stat
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t leaving = {"http://10.0.0.5:8080", "web-1", 4242, 19,
                                      APR_INT64_C(1796000000000002), "leaving",
-                                     NULL, NULL, NULL};
+                                     NULL, NULL, NULL, NULL};
     beacon_announcement_t bare = {NULL, NULL, -1, -1,
-                                  APR_INT64_C(1796000000000000), NULL, NULL, NULL, NULL};
+                                  APR_INT64_C(1796000000000000), NULL, NULL, NULL, NULL, NULL};
     beacon_announcement_t zeros = {"http://[::1]:8080", NULL, 0, 0, 0, NULL,
-                                   NULL, NULL, NULL};
+                                   NULL, NULL, NULL, NULL};
     beacon_announcement_t all = {"http://10.0.0.5:8080", "web-1", 4242, 21,
                                  APR_INT64_C(1796000000000004), "leaving",
-                                 "shop", NULL, NULL};
+                                 "shop", NULL, NULL, NULL};
     char buf[512];
     int n;
 
@@ -295,7 +276,7 @@ static void format_writes_route_and_lbfactor_after_ts(void **state)
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {"http://10.0.0.5:8080", "web-1", 4242, 19,
                                APR_INT64_C(1796000000000002), NULL, NULL,
-                               "web1", "2.5"};
+                               "web1", "2.5", NULL};
     char buf[512];
     int n;
 
@@ -344,32 +325,32 @@ typedef struct {
 static void format_rejects_values_it_cannot_put_on_the_wire(void **state)
 {
     static const format_bad_row_t rows[] = {
-        {"a space in host", {NULL, "web 1", 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"a space in url", {"http://h x", NULL, 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"a space in state", {NULL, NULL, 1, 1, 1, "leav ing", NULL, NULL, NULL}},
-        {"an empty host", {NULL, "", 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"an empty url", {"", NULL, 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"an empty state", {NULL, NULL, 1, 1, 1, "", NULL, NULL, NULL}},
-        {"a newline in host", {NULL, "web-1\n", 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"a control byte in host", {NULL, "web\x01" "1", 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"DEL in host", {NULL, "web\x7f", 1, 1, 1, NULL, NULL, NULL, NULL}},
-        {"a tab in state", {NULL, NULL, 1, 1, 1, "leaving\t", NULL, NULL, NULL}},
-        {"a negative ts", {NULL, NULL, 1, 1, -1, NULL, NULL, NULL, NULL}},
+        {"a space in host", {NULL, "web 1", 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"a space in url", {"http://h x", NULL, 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"a space in state", {NULL, NULL, 1, 1, 1, "leav ing", NULL, NULL, NULL, NULL}},
+        {"an empty host", {NULL, "", 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"an empty url", {"", NULL, 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"an empty state", {NULL, NULL, 1, 1, 1, "", NULL, NULL, NULL, NULL}},
+        {"a newline in host", {NULL, "web-1\n", 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"a control byte in host", {NULL, "web\x01" "1", 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"DEL in host", {NULL, "web\x7f", 1, 1, 1, NULL, NULL, NULL, NULL, NULL}},
+        {"a tab in state", {NULL, NULL, 1, 1, 1, "leaving\t", NULL, NULL, NULL, NULL}},
+        {"a negative ts", {NULL, NULL, 1, 1, -1, NULL, NULL, NULL, NULL, NULL}},
         {"a ts of 19 digits", {NULL, NULL, 1, 1,
-                               APR_INT64_C(1000000000000000000), NULL, NULL, NULL, NULL}},
-        {"an empty svc", {NULL, NULL, 1, 1, 1, NULL, "", NULL, NULL}},
+                               APR_INT64_C(1000000000000000000), NULL, NULL, NULL, NULL, NULL}},
+        {"an empty svc", {NULL, NULL, 1, 1, 1, NULL, "", NULL, NULL, NULL}},
         {"a svc with a character outside [A-Za-z0-9._-]",
-         {NULL, NULL, 1, 1, 1, NULL, "shop!", NULL, NULL}},
-        {"a svc with a space", {NULL, NULL, 1, 1, 1, NULL, "my shop", NULL, NULL}},
+         {NULL, NULL, 1, 1, 1, NULL, "shop!", NULL, NULL, NULL}},
+        {"a svc with a space", {NULL, NULL, 1, 1, 1, NULL, "my shop", NULL, NULL, NULL}},
         {"a svc of 64 bytes",
          {NULL, NULL, 1, 1, 1, NULL,
-          "s123456789s123456789s123456789s123456789s123456789s123456789abcd", NULL, NULL}},
-        {"a route with a slash", {NULL, NULL, 1, 1, 1, NULL, NULL, "web/1", NULL}},
-        {"an empty route", {NULL, NULL, 1, 1, 1, NULL, NULL, "", NULL}},
-        {"an lbfactor of 0", {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "0"}},
-        {"an lbfactor of 101", {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "101"}},
+          "s123456789s123456789s123456789s123456789s123456789s123456789abcd", NULL, NULL, NULL}},
+        {"a route with a slash", {NULL, NULL, 1, 1, 1, NULL, NULL, "web/1", NULL, NULL}},
+        {"an empty route", {NULL, NULL, 1, 1, 1, NULL, NULL, "", NULL, NULL}},
+        {"an lbfactor of 0", {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "0", NULL}},
+        {"an lbfactor of 101", {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "101", NULL}},
         {"an lbfactor with three decimals",
-         {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "2.125"}},
+         {NULL, NULL, 1, 1, 1, NULL, NULL, NULL, "2.125", NULL}},
     };
     beacon_key_t k = spec_hex_key();
     char buf[BEACON_MAX_DATAGRAM + 1];
@@ -390,7 +371,7 @@ static void format_accepts_the_largest_18_digit_ts(void **state)
 {
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {NULL, NULL, -1, -1,
-                               APR_INT64_C(999999999999999999), NULL, NULL, NULL, NULL};
+                               APR_INT64_C(999999999999999999), NULL, NULL, NULL, NULL, NULL};
     beacon_datagram_t out;
     char buf[128];
     int n;
@@ -411,7 +392,7 @@ static void format_refuses_a_pid_or_seq_of_19_digits(void **state)
 {
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {NULL, NULL, BEACON_DECIMAL_MAX,
-                               BEACON_DECIMAL_MAX, 1, NULL, NULL, NULL, NULL};
+                               BEACON_DECIMAL_MAX, 1, NULL, NULL, NULL, NULL, NULL};
     char buf[128];
 
     (void)state;
@@ -430,7 +411,7 @@ static void format_stops_at_the_datagram_limit_and_the_buffer_size(void **state)
     size_t fill = BEACON_MAX_DATAGRAM - (sizeof frame - 1);
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {NULL, NULL, -1, -1,
-                               APR_INT64_C(1796000000000000), NULL, NULL, NULL, NULL};
+                               APR_INT64_C(1796000000000000), NULL, NULL, NULL, NULL, NULL};
     beacon_datagram_t out;
     char *host = malloc(fill + 2);
     char *buf = malloc(2 * BEACON_MAX_DATAGRAM);
@@ -477,7 +458,7 @@ static void sequence_stamp_counts_and_never_goes_backwards(void **state)
 {
     beacon_sequence_t s;
     beacon_announcement_t a = {"http://a", "web-1", 4242, -1, -1, NULL,
-                               NULL, NULL, NULL};
+                               NULL, NULL, NULL, NULL};
     unsigned test_num = 0;
 
     (void)state;
@@ -573,7 +554,7 @@ static void a_stamped_sender_survives_its_clock_stepping_back(void **state)
     beacon_table_t *t = malloc(sizeof *t);
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {"http://10.0.0.5:8080", "web-1", 4242, -1, -1,
-                               NULL, NULL, NULL, NULL};
+                               NULL, NULL, NULL, NULL, NULL};
     beacon_sequence_t s = {0, 0, NULL};
     char buf[256];
     size_t i;
@@ -802,9 +783,11 @@ static void verify_accepts_every_spec_vector_under_its_key_only(void **state)
 }
 
 /*
- * A receiver of this release treats a v1.1 datagram as the v1 datagram
- * without its reserved fields: a new url is added, state=leaving from a url
- * never added changes nothing, a heartbeat has no record.
+ * A receiver of this release treats a v1.1 or v1.2 datagram as the v1
+ * datagram without its reserved fields: a new url (every vector's is
+ * canonical already) is added, state=leaving from a url never added
+ * changes nothing (draining and standby add it), a heartbeat has no
+ * record.
  */
 static void receive_treats_v1_1_vectors_as_their_v1_selves(void **state)
 {
@@ -827,7 +810,8 @@ static void receive_treats_v1_1_vectors_as_their_v1_selves(void **state)
             assert_int_equal(ev.action, BEACON_ACT_NONE);
             continue;
         }
-        assert_string_equal(ev.url, "http://10.0.0.5:8080");
+        assert_int_equal(strlen(ev.url), ev.dg.url.len);
+        assert_memory_equal(ev.url, ev.dg.url.ptr, ev.dg.url.len);
         assert_int_equal(ev.action, leaving ? BEACON_ACT_NONE : BEACON_ACT_ADD);
     }
     free(t);
@@ -861,7 +845,7 @@ static void verify_spans_point_at_the_values_in_the_buffer(void **state)
         "ts=" TS " svc=shop state=leaving";
     static const char heartbeat[] = "BEACON host=web-1 pid=4242 seq=18 ts=" TS;
     char dg[256];
-    size_t len = build(dg, sizeof dg, &k, body, sizeof body - 1);
+    size_t len = sign_into(dg, sizeof dg, &k, body, sizeof body - 1);
     beacon_datagram_t out;
 
     (void)state;
@@ -879,7 +863,7 @@ static void verify_spans_point_at_the_values_in_the_buffer(void **state)
     assert_true(out.ts == NOW);
     assert_true(out.url.ptr == dg + strlen("BEACON url="));
 
-    len = build(dg, sizeof dg, &k, heartbeat, sizeof heartbeat - 1);
+    len = sign_into(dg, sizeof dg, &k, heartbeat, sizeof heartbeat - 1);
     assert_reason_equal(beacon_verify(dg, len, &k, NOW, SKEW, &out), BEACON_OK,
                         "heartbeat");
     assert_span(out.url, dg, len, NULL, "url of a heartbeat");
@@ -897,7 +881,7 @@ static void verify_unknown_keys_are_ignored_not_confused(void **state)
     static const char body[] = "BEACON urlx=http://evil xurl=http://evil "
                                "hostname=evil ts=" TS " url_2=x state2=leaving";
     char dg[256];
-    size_t len = build(dg, sizeof dg, &k, body, sizeof body - 1);
+    size_t len = sign_into(dg, sizeof dg, &k, body, sizeof body - 1);
     beacon_datagram_t out;
 
     (void)state;
@@ -947,8 +931,10 @@ static void check_bad_field(const beacon_datagram_t *out, beacon_reason_t got,
     assert_true(out->bad_field.ptr[out->bad_field.len] == '=');
     assert_true(
         (out->bad_field.len == 3 && memcmp(out->bad_field.ptr, "svc", 3) == 0) ||
+        (out->bad_field.len == 3 && memcmp(out->bad_field.ptr, "ctx", 3) == 0) ||
         (out->bad_field.len == 5 && memcmp(out->bad_field.ptr, "route", 5) == 0) ||
-        (out->bad_field.len == 8 && memcmp(out->bad_field.ptr, "lbfactor", 8) == 0));
+        (out->bad_field.len == 8 && memcmp(out->bad_field.ptr, "lbfactor", 8) == 0) ||
+        (out->bad_field.len == 5 && memcmp(out->bad_field.ptr, "state", 5) == 0));
 }
 
 /* One datagram through verify and receive, for a receiver of service
@@ -1071,7 +1057,7 @@ static size_t build_padded(char *dg, size_t dgsize, const beacon_key_t *k,
     assert_true(blen > sizeof prefix);
     memcpy(body, prefix, sizeof prefix - 1);
     memset(body + sizeof prefix - 1, 'x', blen - (sizeof prefix - 1));
-    len = build(dg, dgsize, k, body, blen);
+    len = sign_into(dg, dgsize, k, body, blen);
     free(body);
     assert_int_equal(len, total);
     return len;
