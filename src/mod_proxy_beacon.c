@@ -29,6 +29,61 @@
 /* ------------------------------------------------------------------ */
 /* Cross-directive checks: they run under "apache2 -t" too             */
 
+/* Balancer i against those before it: one service, one balancer. */
+static const char *service_clash(apr_pool_t *p, const beacon_server_conf *conf,
+                                 int i)
+{
+    const char *service = beacon_balancer_service(conf, i);
+    int j;
+
+    for (j = 0; j < i; j++) {
+        const char *other = beacon_balancer_service(conf, j);
+
+        if (service && other && strcmp(service, other) == 0) {
+            return apr_psprintf(p, "ProxyBeaconBalancer: service %s is already "
+                                "the service of balancer://%s", service,
+                                beacon_balancer_at(conf, j)->name);
+        }
+        if (service == NULL && other == NULL) {
+            return apr_psprintf(p, "ProxyBeaconBalancer: balancer://%s already "
+                                "takes the announcements without a service; "
+                                "give balancer://%s a service=",
+                                beacon_balancer_at(conf, j)->name,
+                                beacon_balancer_at(conf, i)->name);
+        }
+    }
+    return NULL;
+}
+
+/* Every ProxyBeaconBalancer line of a receiver: its balancer exists in
+ * this server, and each service has one balancer. */
+static const char *balancers_problem(apr_pool_t *p, server_rec *s,
+                                     beacon_server_conf *conf)
+{
+    int i, n = beacon_balancer_count(conf);
+    const char *problem;
+
+    if (conf->service && n > 1) {
+        return "ProxyBeaconService names the service of a receiver's only "
+               "balancer: with several, give each its service= on its "
+               "ProxyBeaconBalancer line";
+    }
+    if (conf->service && n == 1 && beacon_balancer_at(conf, 0)->service) {
+        return "ProxyBeaconService and ProxyBeaconBalancer service= both "
+               "name the balancer's service: keep one";
+    }
+    for (i = 0; i < n; i++) {
+        const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+
+        if ((problem = beacon_balancer_check(p, s, bc->name)) != NULL ||
+            (problem = service_clash(p, conf, i)) != NULL) {
+            conf->where = bc->where;
+            return problem;
+        }
+    }
+    return NULL;
+}
+
 static const char *receiver_problem(apr_pool_t *p, server_rec *s,
                                     beacon_server_conf *conf)
 {
@@ -64,17 +119,20 @@ static const char *receiver_problem(apr_pool_t *p, server_rec *s,
     if ((problem = beacon_params_check(p, s, conf->member_params)) != NULL) {
         return problem;
     }
-    if (conf->balancer_name) {
-        return beacon_balancer_check(p, s, conf->balancer_name);
-    }
-    return NULL;
+    return balancers_problem(p, s, conf);
 }
+
+/* A receiver's balancer as check_config compares it with the others. */
+typedef struct {
+    const void *identity;
+    const char *name;
+    const char *where;
+} balancer_seen;
 
 /* A receiver as check_config compares it with the others. */
 typedef struct {
     const char *host;          /* NULL: every address */
     apr_port_t port;
-    const void *balancer;      /* NULL in log-only mode */
     const char *where;
 } receiver_seen;
 
@@ -86,26 +144,51 @@ static int same_udp(const receiver_seen *a, const receiver_seen *b)
             !strcmp(b->host, "::") || !strcmp(a->host, b->host));
 }
 
-/*
- * What cannot work with the receivers already seen: two on one UDP port
- * (the second would retry its bind for ever) or two managing one balancer
- * (each would call the other's members someone else's). The receiver
- * itself is added to seen.
- */
-static const char *receiver_clash(apr_pool_t *p, server_rec *s,
-                                  const beacon_server_conf *conf,
+/* A balancer of this receiver that another receiver feeds already: each
+ * would call the other's members someone else's. Added to seen. */
+static const char *balancer_clash(apr_pool_t *p, server_rec *s,
+                                  beacon_server_conf *conf,
                                   apr_array_header_t *seen)
 {
-    receiver_seen me = {NULL, 0, NULL, conf->where};
+    int i, j;
+
+    for (i = 0; i < beacon_balancer_count(conf); i++) {
+        const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+        balancer_seen me = {beacon_balancer_identity(p, s, bc->name), bc->name,
+                            bc->where};
+
+        for (j = 0; j < seen->nelts; j++) {
+            const balancer_seen *other = &APR_ARRAY_IDX(seen, j, balancer_seen);
+
+            if (me.identity && me.identity == other->identity) {
+                conf->where = bc->where;
+                return apr_psprintf(p, "ProxyBeaconBalancer: balancer://%s has a "
+                                    "receiver already (%s); one balancer takes "
+                                    "one receiver", bc->name, other->where);
+            }
+        }
+        APR_ARRAY_PUSH(seen, balancer_seen) = me;
+    }
+    return NULL;
+}
+
+/*
+ * What cannot work with the receivers already seen: two on one UDP port
+ * (the second would retry its bind for ever) or two managing one balancer.
+ * The receiver itself is added to seen.
+ */
+static const char *receiver_clash(apr_pool_t *p, server_rec *s,
+                                  beacon_server_conf *conf,
+                                  apr_array_header_t *seen,
+                                  apr_array_header_t *balancers)
+{
+    receiver_seen me = {NULL, 0, conf->where};
     int i;
 
     beacon_receiver_address(p, s, conf, &me.host, &me.port);
     if (me.port == 0) {
         return "ProxyBeaconListen: no port given and none to inherit from "
                "this server";
-    }
-    if (conf->balancer_name) {
-        me.balancer = beacon_balancer_identity(p, s, conf->balancer_name);
     }
     for (i = 0; i < seen->nelts; i++) {
         const receiver_seen *other = &APR_ARRAY_IDX(seen, i, receiver_seen);
@@ -116,14 +199,9 @@ static const char *receiver_clash(apr_pool_t *p, server_rec *s,
                                 beacon_receiver_label(p, me.host, me.port),
                                 other->where);
         }
-        if (me.balancer && me.balancer == other->balancer) {
-            return apr_psprintf(p, "ProxyBeaconBalancer: balancer://%s has a "
-                                "receiver already (%s); one balancer takes one "
-                                "receiver", conf->balancer_name, other->where);
-        }
     }
     APR_ARRAY_PUSH(seen, receiver_seen) = me;
-    return NULL;
+    return balancer_clash(p, s, conf, balancers);
 }
 
 /*
@@ -153,20 +231,60 @@ static void warn_secret_on_server_info(server_rec *main_s)
 }
 
 /* A receiver's balancer without growth slots can take no member. */
-static void warn_no_growth(apr_pool_t *p, server_rec *main_s)
+static void warn_no_growth(apr_pool_t *p, server_rec *s,
+                           const beacon_server_conf *conf)
+{
+    int i;
+
+    for (i = 0; i < beacon_balancer_count(conf); i++) {
+        const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+
+        if (beacon_balancer_configured_growth(p, s, bc->name) == 0) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00083)
+                         "ProxyBeaconBalancer: balancer://%s has no growth "
+                         "slots, so no announced backend can join it; give it "
+                         "some with ProxySet growth=N or BalancerGrowth (%s)",
+                         bc->name, bc->where);
+        }
+    }
+}
+
+/* Services of one receiver that share a key are not kept apart: a holder
+ * of that key can announce into either balancer. */
+static void warn_shared_keys(apr_pool_t *p, server_rec *s,
+                             const beacon_server_conf *conf)
+{
+    beacon_ring_t *ring = apr_palloc(p, sizeof(*ring));
+    int *lane = apr_palloc(p, sizeof(int) * (apr_size_t)(beacon_balancer_count(conf) + 1));
+    const char *host;
+    apr_port_t port;
+    int a, b, none;
+
+    if (beacon_receiver_ring(conf, ring, lane, &none) != NULL ||
+        !beacon_ring_shared_key(ring, &a, &b)) {
+        return;
+    }
+    beacon_receiver_address(p, s, conf, &host, &port);
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00143)
+                 "ProxyBeaconBalancer: services %s and %s of receiver udp %s "
+                 "share a key: no isolation between them (anyone who holds it "
+                 "can announce into both); give each its own secret= (%s)",
+                 a < 0 ? "(the receiver's ProxyBeaconSecret)" : ring->service[a].name,
+                 ring->service[b].name, beacon_receiver_label(p, host, port),
+                 beacon_balancer_at(conf, lane[b])->where);
+}
+
+/* What a receiver's configuration works with but will surprise. */
+static void warn_about_receivers(apr_pool_t *p, server_rec *main_s)
 {
     server_rec *s;
 
     for (s = main_s; s; s = s->next) {
         const beacon_server_conf *conf = beacon_role_conf(s, main_s);
 
-        if (conf && conf->listen_set && conf->balancer_name &&
-            beacon_balancer_configured_growth(p, s, conf->balancer_name) == 0) {
-            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00083)
-                         "ProxyBeaconBalancer: balancer://%s has no growth "
-                         "slots, so no announced backend can join it; give it "
-                         "some with ProxySet growth=N or BalancerGrowth (%s)",
-                         conf->balancer_name, conf->balancer_where);
+        if (conf && conf->listen_set) {
+            warn_no_growth(p, s, conf);
+            warn_shared_keys(p, s, conf);
         }
     }
 }
@@ -180,13 +298,14 @@ static void warn_no_growth(apr_pool_t *p, server_rec *main_s)
 static void warn_about_config(apr_pool_t *p, server_rec *main_s)
 {
     warn_secret_on_server_info(main_s);
-    warn_no_growth(p, main_s);
+    warn_about_receivers(p, main_s);
 }
 
 static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                         server_rec *main_s)
 {
     apr_array_header_t *seen = apr_array_make(ptemp, 4, sizeof(receiver_seen));
+    apr_array_header_t *balancers = apr_array_make(ptemp, 4, sizeof(balancer_seen));
     server_rec *s;
     int rc = OK;
 
@@ -222,7 +341,7 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
         else if (conf->listen_set) {
             problem = receiver_problem(ptemp, s, conf);
             if (problem == NULL) {
-                problem = receiver_clash(ptemp, s, conf, seen);
+                problem = receiver_clash(ptemp, s, conf, seen, balancers);
             }
         }
         else if (conf->targets && conf->nkeys == 0) {
@@ -232,10 +351,10 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                  !APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance)) {
             problem = "mod_watchdog is required by ProxyBeaconAddress";
         }
-        else if (conf->balancer_name) {
+        else if (beacon_balancer_count(conf) > 0) {
             problem = "ProxyBeaconBalancer needs ProxyBeaconListen in the "
                       "same server";
-            conf->where = conf->balancer_where;
+            conf->where = beacon_balancer_at(conf, 0)->where;
         }
         if (problem) {
             ap_log_error(APLOG_MARK, APLOG_EMERG, 0, s, BCNLOGNO(00080)

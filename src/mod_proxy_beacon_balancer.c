@@ -160,12 +160,79 @@ static void mark_out(beacon_entry *e, const proxy_worker_shared *shm, int out)
 /* ------------------------------------------------------------------ */
 /* What a backend announces of itself                                  */
 
-static int attrs_differ(const proxy_worker_shared *shm,
+/* The flag an announced state asks for (wire format 1.2): draining is
+ * httpd's drain (N), standby its hot standby (H). */
+static apr_uint32_t state_flags(const beacon_member_attrs *attrs)
+{
+    switch (attrs->state) {
+    case BEACON_WIRE_DRAINING: return PROXY_WORKER_DRAIN;
+    case BEACON_WIRE_STANDBY:  return PROXY_WORKER_HOT_STANDBY;
+    default:                   return 0;
+    }
+}
+
+/* What the state asks for that the member lacks, and what an earlier
+ * announced state set that it no longer asks for: never an admin's flag.
+ * A leaving announces no state (the member goes out of rotation). */
+static void state_change(const beacon_entry *e, const proxy_worker_shared *shm,
+                         const beacon_member_attrs *attrs, apr_uint32_t *set,
+                         apr_uint32_t *clear)
+{
+    apr_uint32_t want = state_flags(attrs);
+
+    *set = *clear = 0;
+    if (attrs->state != BEACON_WIRE_LEAVING) {
+        *set = want & ~(apr_uint32_t)shm->status;
+        *clear = e->announced_flags & ~want;
+    }
+}
+
+static int attrs_differ(const beacon_entry *e, const proxy_worker_shared *shm,
                         const beacon_member_attrs *attrs)
 {
-    return attrs != NULL &&
-           ((attrs->route[0] && strcmp(attrs->route, shm->route) != 0) ||
-            (attrs->lbfactor && attrs->lbfactor != shm->lbfactor));
+    apr_uint32_t set, clear;
+
+    if (attrs == NULL) {
+        return 0;
+    }
+    state_change(e, shm, attrs, &set, &clear);
+    return (attrs->route[0] && strcmp(attrs->route, shm->route) != 0) ||
+           (attrs->lbfactor && attrs->lbfactor != shm->lbfactor) || set || clear;
+}
+
+static void apply_state(beacon_balancer *t, beacon_entry *e,
+                        proxy_worker_shared *shm,
+                        const beacon_member_attrs *attrs)
+{
+    apr_uint32_t set, clear;
+
+    state_change(e, shm, attrs, &set, &clear);
+    if (set == 0 && clear == 0) {
+        return;
+    }
+    beacon_worker_set_flags(shm, set, clear);
+    e->announced_flags = (e->announced_flags & ~clear) | set;
+    if (set & PROXY_WORKER_DRAIN) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->w.s, BCNLOGNO(00141)
+                     "backend draining %s in %s", e->url, t->w.b->s->name);
+    }
+    if (set & PROXY_WORKER_HOT_STANDBY) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->w.s, BCNLOGNO(00142)
+                     "backend standby %s in %s", e->url, t->w.b->s->name);
+    }
+    if (clear) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->w.s, BCNLOGNO(00145)
+                     "backend %s in %s no longer %s", e->url, t->w.b->s->name,
+                     clear & PROXY_WORKER_DRAIN ? "draining" : "standby");
+    }
+}
+
+/* Beacon takes a member out of rotation: what its announced state set
+ * goes too (it would hold recycling back, as an admin's flag does). */
+static void clear_announced_state(beacon_entry *e, proxy_worker_shared *shm)
+{
+    beacon_worker_set_flags(shm, 0, e->announced_flags);
+    e->announced_flags = 0;
 }
 
 /* The member other than shm whose route is route, or NULL. */
@@ -247,6 +314,7 @@ static void apply_attrs(beacon_balancer *t, beacon_entry *e,
                      attrs->lbfactor / 100, attrs->lbfactor % 100,
                      t->w.b->s->name);
     }
+    apply_state(t, e, shm, attrs);
 }
 
 
@@ -386,9 +454,10 @@ apr_status_t beacon_balancer_set_disabled(beacon_balancer *t, const char *url,
     }
     else {
         if (disabled) {
-            /* Only D: Stopped, Drain and health-check failures are the
-             * admin's. */
+            /* Only D, and what an announced state set: Stopped, Drain
+             * and health-check failures are the admin's. */
             beacon_worker_set_disabled(w->s, 1);
+            clear_announced_state(e, w->s);
         }
         else {
             enable_returning(w->s);
@@ -452,7 +521,7 @@ void beacon_balancer_heard(beacon_balancer *t, const char *url, int *hint,
     e->last_heard = now;
     /* a look without the lock; apply_changed_attrs looks again under it */
     if ((shm = beacon_worker_slot(&t->w, e)) != NULL &&
-        attrs_differ(shm, attrs)) {
+        attrs_differ(e, shm, attrs)) {
         apply_changed_attrs(t, url, attrs);
     }
 }

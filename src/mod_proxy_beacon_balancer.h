@@ -30,6 +30,7 @@ typedef struct beacon_balancer beacon_balancer;
 typedef struct {
     char route[BEACON_ROUTE_MAX + 1]; /* "": not announced */
     int lbfactor;                     /* hundredths; 0: not announced */
+    beacon_wire_state_t state;        /* draining: N, standby: H (1.2) */
 } beacon_member_attrs;
 
 /* What beacon_balancer_add says besides its result. */

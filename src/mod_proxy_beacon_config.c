@@ -25,6 +25,55 @@ beacon_server_conf *beacon_role_conf(const server_rec *s,
     return s == main_s || conf != beacon_conf(main_s) ? conf : NULL;
 }
 
+int beacon_balancer_count(const beacon_server_conf *conf)
+{
+    return conf->balancers ? conf->balancers->nelts : 0;
+}
+
+const beacon_balancer_conf *beacon_balancer_at(const beacon_server_conf *conf,
+                                               int i)
+{
+    return &((const beacon_balancer_conf *)conf->balancers->elts)[i];
+}
+
+const char *beacon_balancer_service(const beacon_server_conf *conf, int i)
+{
+    const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+
+    return bc->service ? bc->service
+                       : beacon_balancer_count(conf) == 1 ? conf->service : NULL;
+}
+
+const char *beacon_receiver_ring(const beacon_server_conf *conf,
+                                 beacon_ring_t *ring, int *lane,
+                                 int *default_lane)
+{
+    int i, n = beacon_balancer_count(conf);
+    const char *err;
+
+    beacon_ring_init(ring, conf->keys, conf->nkeys);
+    *default_lane = -1;
+    for (i = 0; i < n; i++) {
+        const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+        const char *service = beacon_balancer_service(conf, i);
+
+        if (service == NULL) {
+            *default_lane = i;
+            continue;
+        }
+        lane[ring->nservices] = i;
+        if ((err = beacon_ring_add(ring, service, bc->keys, bc->nkeys)) != NULL) {
+            return err;
+        }
+    }
+    if (n == 0 && conf->service &&
+        (err = beacon_ring_add(ring, conf->service, NULL, 0)) != NULL) {
+        return err; /* log-only, as ProxyBeaconService always was */
+    }
+    beacon_ring_require_service(ring, ring->nservices > 0 && *default_lane < 0);
+    return NULL;
+}
+
 static const char *where_of(cmd_parms *cmd)
 {
     return apr_psprintf(cmd->pool, "%s:%d", cmd->directive->filename,
@@ -35,10 +84,18 @@ static const char *where_of(cmd_parms *cmd)
 static apr_status_t wipe_keys(void *data)
 {
     beacon_server_conf *conf = data;
+    int b;
     unsigned i;
 
     for (i = 0; i < BEACON_MAX_KEYS; i++) {
         beacon_key_wipe(&conf->keys[i]);
+    }
+    for (b = 0; b < beacon_balancer_count(conf); b++) {
+        beacon_balancer_conf *bc = &((beacon_balancer_conf *)conf->balancers->elts)[b];
+
+        for (i = 0; i < BEACON_MAX_KEYS; i++) {
+            beacon_key_wipe(&bc->keys[i]);
+        }
     }
     return APR_SUCCESS;
 }
@@ -140,27 +197,6 @@ static const char *set_listen(cmd_parms *cmd, void *dummy, int argc,
     conf->listen_host = host;
     conf->listen_set = 1;
     conf->where = where_of(cmd);
-    return NULL;
-}
-
-static const char *set_balancer(cmd_parms *cmd, void *dummy, const char *arg)
-{
-    beacon_server_conf *conf = cmd_conf(cmd);
-    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
-
-    (void)dummy;
-    if (err) {
-        return err;
-    }
-    if (strncasecmp(arg, "balancer://", 11) == 0) {
-        arg += 11;
-    }
-    if (*arg == '\0' || strchr(arg, '/')) {
-        return "ProxyBeaconBalancer: expects a balancer name, e.g. 'cluster' "
-               "or 'balancer://cluster'";
-    }
-    conf->balancer_name = apr_pstrdup(cmd->pool, arg);
-    conf->balancer_where = where_of(cmd);
     return NULL;
 }
 
@@ -278,18 +314,14 @@ static const char *read_secret_file(cmd_parms *cmd, const char *name,
     return err;
 }
 
-static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
+/* One key from a secret in any of ProxyBeaconSecret's forms; *inline_secret
+ * set when it was written in the configuration itself. NULL or why not. */
+static const char *read_key(cmd_parms *cmd, const char *arg,
+                            beacon_key_t *key, int *inline_secret)
 {
-    beacon_server_conf *conf = cmd_conf(cmd);
-    beacon_key_t *key = &conf->keys[conf->nkeys];
     beacon_secret_source_t source;
     const char *err, *rest;
 
-    (void)dummy;
-    if (conf->nkeys == BEACON_MAX_KEYS) {
-        return "ProxyBeaconSecret: at most 4 per server (the first signs, "
-               "a receiver accepts any)";
-    }
     err = beacon_secret_source(arg, &source, &rest);
     if (err == NULL && source == BEACON_SECRET_FILE) {
         err = read_secret_file(cmd, rest, key);
@@ -301,12 +333,28 @@ static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
     }
     else if (err == NULL) {
         err = beacon_key_parse(rest, key);
-        if (conf->inline_secret == NULL) {
-            conf->inline_secret = where_of(cmd);
-        }
+        *inline_secret = 1;
     }
+    return err;
+}
+
+static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    int inline_secret = 0;
+    const char *err;
+
+    (void)dummy;
+    if (conf->nkeys == BEACON_MAX_KEYS) {
+        return "ProxyBeaconSecret: at most 4 per server (the first signs, "
+               "a receiver accepts any)";
+    }
+    err = read_key(cmd, arg, &conf->keys[conf->nkeys], &inline_secret);
     if (err) {
         return apr_pstrcat(cmd->pool, "ProxyBeaconSecret: ", err, NULL);
+    }
+    if (inline_secret && conf->inline_secret == NULL) {
+        conf->inline_secret = where_of(cmd);
     }
     if (conf->nkeys++ == 0) {
         apr_pool_cleanup_register(cmd->pool, conf, wipe_keys,
@@ -457,6 +505,83 @@ static const char *set_announced(cmd_parms *cmd, void *dummy, const char *arg)
     return err;
 }
 
+static const char *balancer_option(cmd_parms *cmd, beacon_balancer_conf *bc,
+                                   const char *arg)
+{
+    const char *err = NULL;
+    int inline_secret = 0;
+
+    if (strncmp(arg, "service=", 8) == 0 && bc->service == NULL) {
+        if (beacon_service_is_valid(arg + 8)) {
+            bc->service = apr_pstrdup(cmd->pool, arg + 8);
+        }
+        else {
+            err = "not a service name (" NAME_RULE(BEACON_SERVICE_MAX) ")";
+        }
+    }
+    else if (strncmp(arg, "secret=", 7) == 0 && bc->nkeys < 2) {
+        err = read_key(cmd, arg + 7, &bc->keys[bc->nkeys], &inline_secret);
+        bc->nkeys += err == NULL;
+    }
+    else {
+        err = "not an option (service=NAME once, secret=SECRET at most twice)";
+    }
+    if (err) {
+        /* a secret= value is never echoed */
+        return apr_psprintf(cmd->pool, "ProxyBeaconBalancer: %s: %s",
+                            strncmp(arg, "secret=", 7) == 0
+                                ? "secret="
+                                : ap_escape_logitem(cmd->temp_pool, arg),
+                            err);
+    }
+    return NULL;
+}
+
+/* ProxyBeaconBalancer NAME [service=SVC] [secret=SECRET ...], repeatable:
+ * the balancers one receiver feeds, each with its service and keys. */
+static const char *set_balancer(cmd_parms *cmd, void *dummy, int argc,
+                                char *const argv[])
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+    const char *name = argc > 0 ? argv[0] : "";
+    beacon_balancer_conf *bc;
+    int i;
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    if (strncasecmp(name, "balancer://", 11) == 0) {
+        name += 11;
+    }
+    if (*name == '\0' || strchr(name, '/')) {
+        return "ProxyBeaconBalancer: expects a balancer name, e.g. 'cluster' "
+               "or 'balancer://cluster'";
+    }
+    for (i = 0; i < beacon_balancer_count(conf); i++) {
+        if (strcmp(beacon_balancer_at(conf, i)->name, name) == 0) {
+            return apr_psprintf(cmd->pool, "ProxyBeaconBalancer: balancer://%s "
+                                "is named twice in this server", name);
+        }
+    }
+    if (conf->balancers == NULL) {
+        conf->balancers = apr_array_make(cmd->pool, 2, sizeof(*bc));
+        apr_pool_cleanup_register(cmd->pool, conf, wipe_keys,
+                                  apr_pool_cleanup_null);
+    }
+    bc = apr_array_push(conf->balancers);
+    memset(bc, 0, sizeof(*bc));
+    bc->name = apr_pstrdup(cmd->pool, name);
+    bc->where = where_of(cmd);
+    for (i = 1; i < argc; i++) {
+        if ((err = balancer_option(cmd, bc, argv[i])) != NULL) {
+            return err;
+        }
+    }
+    return NULL;
+}
+
 /*
  * Whose receivers and senders beacon-status shows: by default those of the
  * virtual host that answers (as balancer-manager shows its balancers), so
@@ -485,9 +610,12 @@ const command_rec beacon_cmds[] = {
     AP_INIT_TAKE_ARGV("ProxyBeaconListen", set_listen, NULL, RSRC_CONF,
         "[address][:port]: receive beacons on this UDP address; missing "
         "parts are this server's own"),
-    AP_INIT_TAKE1("ProxyBeaconBalancer", set_balancer, NULL, RSRC_CONF,
-        "the balancer (name or balancer://name) announced backends join; "
-        "without it the receiver only logs"),
+    AP_INIT_TAKE_ARGV("ProxyBeaconBalancer", set_balancer, NULL, RSRC_CONF,
+        "NAME [service=SVC] [secret=SECRET ...]: a balancer (name or "
+        "balancer://name) announced backends join, those of service SVC "
+        "(verified with its own secrets) or, without service=, those that "
+        "name none; repeatable, one per service; without it the receiver "
+        "only logs"),
     AP_INIT_TAKE1("ProxyBeaconTimeout", set_interval, &timeout_of_receiver,
         RSRC_CONF,
         "silence after which a member is disabled (default 0: never)"),

@@ -36,6 +36,17 @@ typedef struct {
     const char *where;            /* "file:line", for config-time errors */
 } beacon_announced;
 
+/* One ProxyBeaconBalancer line: a balancer a receiver feeds, the service
+ * whose announcements go to it (NULL: those that name none), and the keys
+ * that service's datagrams are verified with (none: the receiver's). */
+typedef struct {
+    const char *name;             /* bare balancer name */
+    const char *service;          /* service=, or NULL */
+    beacon_key_t keys[BEACON_MAX_KEYS]; /* secret= */
+    unsigned nkeys;
+    const char *where;            /* "file:line" for config-time errors */
+} beacon_balancer_conf;
+
 /* Per-server configuration. Receiver and sender roles are never inherited
  * into virtual hosts; the secret and the timings are. */
 typedef struct {
@@ -43,8 +54,7 @@ typedef struct {
     int listen_set;
     const char *listen_host;   /* NULL: inherit this server's address */
     apr_port_t listen_port;    /* 0: inherit this server's port */
-    const char *balancer_name; /* bare name; NULL: log-only mode */
-    const char *balancer_where;   /* "file:line" for config-time errors */
+    apr_array_header_t *balancers; /* beacon_balancer_conf; NULL: log-only */
     beacon_interval timeout;      /* 0 = add-only */
     beacon_interval max_skew;
     beacon_interval forget;       /* 0 = never; see beacon_forget_interval */
@@ -66,6 +76,28 @@ typedef struct {
 } beacon_server_conf;
 
 beacon_server_conf *beacon_conf(const server_rec *s);
+
+/* The receiver's ProxyBeaconBalancer lines, and line i of them. */
+int beacon_balancer_count(const beacon_server_conf *conf);
+const beacon_balancer_conf *beacon_balancer_at(const beacon_server_conf *conf,
+                                               int i);
+
+/* The service of balancer i: its service=, else, for a receiver's only
+ * balancer, ProxyBeaconService (what that directive always meant); NULL:
+ * the balancer of the announcements that name no service. */
+const char *beacon_balancer_service(const beacon_server_conf *conf, int i);
+
+/*
+ * The key ring a receiver verifies with (wire format 1.2): its
+ * ProxyBeaconSecret keys, and a service for each balancer that has one,
+ * with its secret= keys; lane[k] is the balancer of ring service k, and
+ * *default_lane the balancer without a service (-1: none, and a datagram
+ * without svc= is a wrong service). lane has room for every balancer.
+ * NULL, or what the ring refused.
+ */
+const char *beacon_receiver_ring(const beacon_server_conf *conf,
+                                 beacon_ring_t *ring, int *lane,
+                                 int *default_lane);
 
 /* ProxyBeaconForget as set, else its default: an hour, or longer than the
  * lease plus twice the skew window when those are longer. */

@@ -15,7 +15,7 @@
 
 static const char *bal_name(const beacon_receiver *r)
 {
-    return r->conf->balancer_name;
+    return r->bal->name;
 }
 
 /* ------------------------------------------------------------------ */
@@ -78,6 +78,10 @@ static void report_drop(beacon_receiver *r, unsigned drop,
     }
     else if (drop == BEACON_DROP_WRONG_SERVICE) {
         detail = apr_pstrcat(p, " (svc=", escaped_span(p, &ev->dg.svc), ")",
+                             NULL);
+    }
+    else if (drop == BEACON_DROP_TABLE_FULL && r->bal) {
+        detail = apr_pstrcat(p, " ", ev->url, " (balancer://", bal_name(r), ")",
                              NULL);
     }
     else if (drop == BEACON_DROP_NOT_OURS || drop == BEACON_DROP_REPLAYED_TS ||
@@ -267,6 +271,7 @@ static void attrs_of(const beacon_datagram_t *dg, beacon_member_attrs *attrs)
     apr_size_t n = dg->route.ptr ? dg->route.len : 0;
 
     memset(attrs, 0, sizeof(*attrs));
+    attrs->state = beacon_datagram_state(dg);
     if (n > 0 && n < sizeof(attrs->route)) {
         memcpy(attrs->route, dg->route.ptr, n);
     }
@@ -296,18 +301,40 @@ static void log_unbound(beacon_receiver *r, const beacon_event_t *ev,
                  escaped_span(p, &ev->dg.host), escaped_span(p, &ev->dg.pid));
 }
 
+/* The receiver of listener l that a verified datagram's service picks:
+ * that service's balancer, the one without a service, or (log-only) l. */
+static beacon_receiver *lane_of(beacon_receiver *l, const beacon_datagram_t *dg)
+{
+    if (l->bal == NULL) {
+        return l;
+    }
+    if (dg->service >= 0) {
+        return l->lanes[l->lane_of[dg->service]];
+    }
+    /* the ring made a datagram without svc= a wrong service when no
+     * balancer is without one */
+    return l->lanes[l->default_lane >= 0 ? l->default_lane : 0];
+}
+
 void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
                            const struct sockaddr *peer, socklen_t peer_len,
                            apr_pool_t *scratch)
 {
-    beacon_receiver *r = ctx;
+    beacon_receiver *l = ctx, *r = l;
     apr_time_t now = apr_time_now();
     beacon_member_attrs attrs;
     beacon_event_t ev;
     beacon_reason_t reason;
 
-    reason = beacon_receive_any(r->table, r->conf->keys, r->conf->nkeys, buf,
-                                len, now, &ev);
+    /* one MAC with the keys of the service the datagram names; drops
+     * before its service is known count on the listener's first balancer */
+    memset(&ev, 0, sizeof(ev));
+    reason = beacon_verify_ring(buf, len, l->ring, now, l->conf->max_skew.value,
+                                &ev.dg);
+    if (reason == BEACON_OK) {
+        r = lane_of(l, &ev.dg);
+        reason = beacon_receive_verified(r->table, now, &ev);
+    }
     if (reason != BEACON_OK) {
         report_drop(r, reason, &ev, peer, peer_len, now, scratch);
         return;
@@ -448,9 +475,10 @@ void beacon_members_start(beacon_receiver *r, apr_pool_t *pool,
     r->pool = pool;
     r->table = apr_palloc(pool, sizeof(*r->table));
     beacon_table_init(r->table, r->conf->timeout.value, r->conf->max_skew.value);
-    beacon_table_set_service(r->table, r->conf->service);
-    r->inbox = beacon_inbox_make(pool, r->s, r->bind_host, r->bind_port,
-                                 r->label, r->sock);
+    if (r->listener == r) {
+        r->inbox = beacon_inbox_make(pool, r->s, r->bind_host, r->bind_port,
+                                     r->label, r->sock);
+    }
     r->peer = apr_pcalloc(pool, sizeof(*r->peer) * BEACON_TABLE_CAPACITY);
     r->entry_hint = apr_palloc(pool, sizeof(*r->entry_hint) * BEACON_TABLE_CAPACITY);
     for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {

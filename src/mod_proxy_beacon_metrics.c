@@ -96,10 +96,7 @@ static const char *count(apr_pool_t *p, apr_uint64_t v)
  * "listen" of ?json) and its balancer, "" in log-only mode. */
 static const char *receiver_labels(apr_pool_t *p, const beacon_receiver_view *v)
 {
-    const char *balancer = v->conf->balancer_name
-                               ? apr_pstrcat(p, "balancer://",
-                                             v->conf->balancer_name, NULL)
-                               : NULL;
+    const char *balancer = beacon_view_balancer(p, v);
 
     return apr_pstrcat(p, label(p, "listen", v->label), ",",
                        label(p, "balancer", balancer), NULL);

@@ -108,7 +108,10 @@ static const char *registry_key(apr_pool_t *p, const beacon_receiver *r)
                              r->s->server_hostname ? r->s->server_hostname : "",
                              ip ? ip : "*", (unsigned)r->s->addrs->host_port);
     }
-    return apr_psprintf(p, "vhost %s, udp %s", vhost, r->label);
+    /* a listener's only balancer keeps the name it always had */
+    return apr_psprintf(p, "vhost %s, udp %s%s%s", vhost, r->label,
+                        r->listener->nlanes > 1 ? ", balancer " : "",
+                        r->listener->nlanes > 1 ? r->bal->name : "");
 }
 
 static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
@@ -119,7 +122,7 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
                                    r->conf->member_params};
     int restored, forgotten;
 
-    r->target = beacon_balancer_open(pconf, r->s, r->conf->balancer_name,
+    r->target = beacon_balancer_open(pconf, r->s, r->bal->name,
                                      registry_key(pconf, r), &policy);
     if (r->target == NULL) {
         return APR_EGENERAL;
@@ -129,7 +132,7 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00011)
                      "restored %d member(s) of balancer://%s from the "
                      "registry; forgot %d silent past ProxyBeaconForget",
-                     restored, r->conf->balancer_name, forgotten);
+                     restored, r->bal->name, forgotten);
     }
     return APR_SUCCESS;
 }
@@ -148,25 +151,67 @@ static void warn_short_timeout(const beacon_receiver *r)
     }
 }
 
-static beacon_receiver *make_receiver(apr_pool_t *pconf, server_rec *s,
-                                      beacon_server_conf *conf)
+/* Receiver i of listener l (its balancer i; log-only: none). */
+static beacon_receiver *make_lane(apr_pool_t *pconf, beacon_receiver *l, int i)
 {
-    beacon_receiver *r = apr_pcalloc(pconf, sizeof(*r));
+    beacon_receiver *r = i == 0 ? l : apr_pcalloc(pconf, sizeof(*r));
 
-    r->s = s;
-    r->conf = conf;
+    r->s = l->s;
+    r->conf = l->conf;
+    r->bind_host = l->bind_host;
+    r->bind_port = l->bind_port;
+    r->label = l->label;
+    r->listener = l;
+    if (beacon_balancer_count(l->conf) > 0) {
+        r->bal = beacon_balancer_at(l->conf, i);
+        r->service = beacon_balancer_service(l->conf, i);
+    }
+    else {
+        r->service = l->conf->service;
+    }
+    r->shared = beacon_shm_create(pconf, r->s, sizeof(*r->shared));
+    l->lanes[i] = r;
+    return r->shared ? r : NULL;
+}
+
+/* One ProxyBeaconListen: its receivers, one per balancer, appended at
+ * *tail; NULL when one of them cannot be had (logged). */
+static beacon_receiver *make_listener(apr_pool_t *pconf, server_rec *s,
+                                      beacon_server_conf *conf,
+                                      beacon_receiver ***tail)
+{
+    beacon_receiver *l = apr_pcalloc(pconf, sizeof(*l));
+    const char *err;
+    int i;
+
+    l->s = s;
+    l->conf = conf;
     /* check_config made sure there is a port */
-    beacon_receiver_address(pconf, s, conf, &r->bind_host, &r->bind_port);
-    r->label = beacon_receiver_label(pconf, r->bind_host, r->bind_port);
-    r->shared = beacon_shm_create(pconf, s, sizeof(*r->shared));
-    if (r->shared == NULL) {
+    beacon_receiver_address(pconf, s, conf, &l->bind_host, &l->bind_port);
+    l->label = beacon_receiver_label(pconf, l->bind_host, l->bind_port);
+    l->nlanes = beacon_balancer_count(conf) > 0 ? beacon_balancer_count(conf) : 1;
+    l->lanes = apr_pcalloc(pconf, sizeof(*l->lanes) * (apr_size_t)l->nlanes);
+    l->lane_of = apr_pcalloc(pconf, sizeof(int) * (apr_size_t)l->nlanes);
+    l->ring = apr_palloc(pconf, sizeof(*l->ring));
+    if ((err = beacon_receiver_ring(conf, l->ring, l->lane_of,
+                                    &l->default_lane)) != NULL) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00144)
+                     "the receiver of udp %s cannot verify its services: %s",
+                     l->label, err);
         return NULL;
     }
-    if (conf->balancer_name && attach_balancer(r, pconf) != APR_SUCCESS) {
-        return NULL;
+    for (i = 0; i < l->nlanes; i++) {
+        beacon_receiver *r = make_lane(pconf, l, i);
+
+        if (r == NULL || (r->bal && attach_balancer(r, pconf) != APR_SUCCESS)) {
+            return NULL;
+        }
+        **tail = r;
+        *tail = &r->next;
+        receiver_count++;
     }
-    warn_short_timeout(r);
-    return r;
+    warn_short_timeout(l);
+    return l;
 }
 
 /*
@@ -181,11 +226,13 @@ static void keep_sockets(apr_pool_t *process_pool, server_rec *main_s)
     beacon_receiver *r;
 
     for (r = receivers; r; r = r->next) {
-        r->sock = beacon_kept_claim(kept, r->bind_host, r->bind_port);
+        if (r->listener == r) {
+            r->sock = beacon_kept_claim(kept, r->bind_host, r->bind_port);
+        }
     }
     beacon_kept_release(kept, main_s);
     for (r = receivers; r; r = r->next) {
-        if (r->sock == NULL) {
+        if (r->listener == r && r->sock == NULL) {
             r->sock = beacon_kept_open(kept, r->s, r->bind_host, r->bind_port,
                                        r->label);
         }
@@ -204,17 +251,13 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
     receiver_count = 0;
     for (s = main_s; s; s = s->next) {
         beacon_server_conf *conf = beacon_role_conf(s, main_s);
-        beacon_receiver *r;
 
         if (conf == NULL || !conf->listen_set) {
             continue;
         }
-        if ((r = make_receiver(pconf, s, conf)) == NULL) {
+        if (make_listener(pconf, s, conf, &tail) == NULL) {
             return APR_EGENERAL;
         }
-        *tail = r;
-        tail = &r->next;
-        receiver_count++;
     }
     keep_sockets(process_pool, main_s);
     if (receiver_count && !beacon_balancer_can_recycle()) {
@@ -288,20 +331,41 @@ static int should_stop(void)
            state == AP_MPMQ_STOPPING;
 }
 
-static void open_sockets(apr_time_t now)
+/* " for balancer://a, balancer://b (service s)", or log-only's words. */
+static const char *listens_for(apr_pool_t *p, const beacon_receiver *l)
+{
+    const char *what = "";
+    int i;
+
+    if (l->bal == NULL) {
+        return " (log-only: no ProxyBeaconBalancer)";
+    }
+    for (i = 0; i < l->nlanes; i++) {
+        const beacon_receiver *r = l->lanes[i];
+
+        what = apr_pstrcat(p, what, i ? ", " : " for ", "balancer://",
+                           r->bal->name, r->service ? " (service " : "",
+                           r->service ? r->service : "", r->service ? ")" : "",
+                           NULL);
+    }
+    return what;
+}
+
+static void open_sockets(apr_time_t now, apr_pool_t *p)
 {
     beacon_receiver *r;
+    int i;
 
     for (r = receivers; r; r = r->next) {
-        if (!beacon_inbox_open(r->inbox, now, owner_since)) {
+        if (r->listener != r || !beacon_inbox_open(r->inbox, now, owner_since)) {
             continue;
         }
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00050)
-                     "listening for beacons on udp %s%s%s", r->label,
-                     r->target ? " for balancer://" : " (log-only: no "
-                     "ProxyBeaconBalancer)",
-                     r->target ? r->conf->balancer_name : "");
-        r->shared->listening = 1;
+                     "listening for beacons on udp %s%s", r->label,
+                     listens_for(p, r));
+        for (i = 0; i < r->nlanes; i++) {
+            r->lanes[i]->shared->listening = 1;
+        }
     }
 }
 
@@ -312,7 +376,8 @@ static apr_pollfd_t *poll_set(apr_pool_t *p, int *n)
 
     *n = 0;
     for (r = receivers; r; r = r->next) {
-        apr_socket_t *sock = beacon_inbox_socket(r->inbox);
+        apr_socket_t *sock = r->listener == r ? beacon_inbox_socket(r->inbox)
+                                              : NULL;
 
         if (sock) {
             fds[*n].p = p;
@@ -352,7 +417,7 @@ static void serve_once(apr_pool_t *scratch)
     beacon_receiver *r;
     int i, n;
 
-    open_sockets(now);
+    open_sockets(now, scratch);
     fds = poll_set(scratch, &n);
     if (n == 0) {
         apr_sleep(wait_bound(now));
@@ -438,6 +503,9 @@ static apr_status_t watchdog_callback(int state, void *data, apr_pool_t *tick)
         }
         if (!owner_started) {
             owner_started = 1;
+            /* adopting touches the balancer too: a child stopping now
+             * waits for it as for the serving loop (stop_serving) */
+            apr_atomic_set32(&serving, 1);
             take_ownership(tick);
         }
         serve_until_stopped();
@@ -521,6 +589,9 @@ int beacon_receiver_views(apr_pool_t *p, const server_rec *only,
         (*views)[n].s = r->s;
         (*views)[n].conf = r->conf;
         (*views)[n].label = r->label;
+        (*views)[n].balancer = r->bal ? r->bal->name : NULL;
+        (*views)[n].service = r->service;
+        (*views)[n].shares_listener = r->listener->nlanes > 1;
         (*views)[n].target = r->target;
         (*views)[n].shared = r->shared;
         n++;

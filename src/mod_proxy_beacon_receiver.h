@@ -16,6 +16,9 @@ typedef struct {
     server_rec *s;
     const beacon_server_conf *conf;
     const char *label;                 /* listen address */
+    const char *balancer;              /* bare name; NULL in log-only mode */
+    const char *service;               /* NULL: the announcements without */
+    int shares_listener;               /* other balancers listen with it */
     beacon_balancer *target;           /* NULL in log-only mode */
     const beacon_receiver_status *shared;
 } beacon_receiver_view;

@@ -15,14 +15,32 @@
 #include "mod_proxy_beacon_inbox.h"
 #include "mod_proxy_beacon_shm.h"
 
+/*
+ * A receiver is one balancer of a listener (one ProxyBeaconBalancer line;
+ * a listener in log-only mode has one receiver without a balancer). The
+ * receivers of one listener share its socket and key ring, which the
+ * first of them, the listener itself, holds; each has its own lease
+ * table, registry and status copy, so that a member is a (service, url)
+ * pair.
+ */
 typedef struct beacon_receiver beacon_receiver;
 struct beacon_receiver {
     server_rec *s;
     beacon_server_conf *conf;
+    const beacon_balancer_conf *bal; /* NULL in log-only mode */
+    const char *service;       /* its service (beacon_balancer_service) */
     const char *bind_host;     /* NULL: all addresses */
     apr_port_t bind_port;
     const char *label;         /* "addr:port" for log lines */
     beacon_receiver *next;
+    beacon_receiver *listener; /* the first receiver of its listener */
+
+    /* the listener only, from post_config on */
+    beacon_receiver **lanes;   /* its receivers, in configuration order */
+    int nlanes;
+    beacon_ring_t *ring;       /* the keys, by service */
+    int *lane_of;              /* the receiver of ring service k */
+    int default_lane;          /* the one without a service, or -1 */
 
     /* in every child, from post_config on */
     apr_socket_t *sock;        /* the parent's socket, or NULL */

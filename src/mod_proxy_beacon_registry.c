@@ -19,7 +19,10 @@
  */
 #define MARK_IN_USE 0x42434e52 /* "BCNR" */
 #define MARK_HEADER 0x42434e48 /* "BCNH" */
-#define REGISTRY_VERSION 3
+#define REGISTRY_VERSION 4
+/* Version 3 differs in two fields that were unused since: its entries
+ * are read as version 4 with those cleared, so an upgrade loses nothing. */
+#define PREVIOUS_VERSION 3
 
 /* The slotmem holds the header in slot 0, then the entries: each slot is
  * the size of an entry, which the header fits in. */
@@ -208,6 +211,9 @@ beacon_registry_header *beacon_registry_header_of(const beacon_registry *reg)
 {
     beacon_registry_header *h = raw_slot(reg, HEADER_SLOT);
 
+    if (h && h->magic == MARK_HEADER && h->version == PREVIOUS_VERSION) {
+        h->version = REGISTRY_VERSION;
+    }
     if (h && (h->magic != MARK_HEADER || h->version != REGISTRY_VERSION)) {
         h->version = REGISTRY_VERSION;
         h->max_attempts = -1;
@@ -230,13 +236,25 @@ static int is_sound(const beacon_entry *e)
            terminated(e->admin.route, sizeof(e->admin.route)) &&
            terminated(e->admin.redirect, sizeof(e->admin.redirect)) &&
            terminated(e->admin.hcuri, sizeof(e->admin.hcuri)) &&
-           terminated(e->admin.hcexpr, sizeof(e->admin.hcexpr)) &&
-           terminated(e->announced_route, sizeof(e->announced_route));
+           terminated(e->admin.hcexpr, sizeof(e->admin.hcexpr));
+}
+
+static void upgrade(beacon_entry *e)
+{
+    if (e->magic == MARK_IN_USE && e->version == PREVIOUS_VERSION) {
+        e->announced_flags = 0;
+        memset(e->unused, 0, sizeof(e->unused));
+        e->version = REGISTRY_VERSION;
+    }
 }
 
 beacon_entry *beacon_registry_entry(const beacon_registry *reg, unsigned i)
 {
     beacon_entry *e = slot_at(reg, i);
+
+    if (e) {
+        upgrade(e);
+    }
 
     return e && is_sound(e) ? e : NULL;
 }
@@ -393,6 +411,9 @@ unsigned beacon_registry_damaged(const beacon_registry *reg)
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
         beacon_entry *e = slot_at(reg, i);
 
+        if (e) {
+            upgrade(e);
+        }
         if (e && !is_sound(e) && (e->magic != 0 || e->version != 0)) {
             memset(e, 0, sizeof(*e));
             n++;

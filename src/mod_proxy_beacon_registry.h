@@ -62,9 +62,9 @@ typedef struct {
     apr_uint64_t elected_at_out; /* httpd's elected count then */
     apr_int64_t high_ts;       /* its replay high-water mark */
     beacon_admin_settings admin;
-    int announced_lbfactor;    /* unused: the layout of version 3 */
+    apr_uint32_t announced_flags; /* N or H that an announced state set */
     apr_time_t route_refused_at; /* last "route already used" line */
-    char announced_route[PROXY_WORKER_MAX_ROUTE_SIZE]; /* unused, likewise */
+    char unused[PROXY_WORKER_MAX_ROUTE_SIZE]; /* version 3's announced route */
     char balancer[PROXY_BALANCER_MAX_NAME_SIZE];
     char url[BEACON_URL_MAX];
     char next_url[BEACON_URL_MAX];

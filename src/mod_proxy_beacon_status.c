@@ -51,6 +51,26 @@ static void print_destinations_auto(request_rec *r, const beacon_fanout_t *f)
     }
 }
 
+
+/* One line per balancer a receiver feeds: its service and what it holds. */
+static void print_balancer_auto(request_rec *r, const beacon_shown_receiver *sr)
+{
+    const char *balancer = beacon_view_balancer(r->pool, sr->v);
+    apr_uint64_t dropped = 0;
+    int j;
+
+    if (balancer == NULL) {
+        return;
+    }
+    for (j = 1; j < BEACON_DROP_COUNT; j++) {
+        dropped += sr->v->shared->dropped[j];
+    }
+    ap_rprintf(r, "BeaconBalancer: %s service=%s members=%u records=%u "
+               "dropped=%" APR_UINT64_T_FMT "\n", balancer,
+               sr->v->service ? sr->v->service : "-", sr->active, sr->nrows,
+               dropped);
+}
+
 static void print_auto(request_rec *r)
 {
     apr_uint64_t dropped[BEACON_DROP_COUNT] = {0}, events[BEACON_EV_COUNT] = {0};
@@ -99,6 +119,9 @@ static void print_auto(request_rec *r)
     for (j = 1; j < BEACON_DROP_COUNT; j++) {
         ap_rprintf(r, "BeaconDropped_%s: %" APR_UINT64_T_FMT "\n",
                    beacon_drop_id(j), dropped[j]);
+    }
+    for (i = 0; i < n; i++) {
+        print_balancer_auto(r, &shown[i]);
     }
     ap_rprintf(r, "BeaconSenders: %d\nBeaconSent: %" APR_UINT64_T_FMT "\n"
                "BeaconSendErrors: %" APR_UINT64_T_FMT "\n", nsenders, sent, errors);
@@ -180,12 +203,9 @@ static void print_receiver_json(request_rec *r, const beacon_shown_receiver *sr)
     ap_rputs("{\"listen\": ", r);
     json_str(r, v->label);
     ap_rputs(", \"balancer\": ", r);
-    json_str_or_null(r, v->conf->balancer_name
-                            ? apr_pstrcat(r->pool, "balancer://",
-                                          v->conf->balancer_name, NULL)
-                            : NULL);
+    json_str_or_null(r, beacon_view_balancer(r->pool, v));
     ap_rputs(", \"service\": ", r);
-    json_str_or_null(r, v->conf->service);
+    json_str_or_null(r, v->service);
     ap_rprintf(r, ", \"timeout\": %.3f, \"max_skew\": %.3f, \"records\": %u, "
                "\"capacity\": %d, \"owner_pid\": %" APR_INT64_T_FMT
                ", \"listening\": %s", beacon_seconds(v->conf->timeout.value),

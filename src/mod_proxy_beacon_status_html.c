@@ -181,14 +181,15 @@ static unsigned member_badges(const beacon_shown_record *row,
 static void print_receiver_facts(request_rec *r, const beacon_shown_receiver *sr)
 {
     const beacon_server_conf *c = sr->v->conf;
+    const char *balancer = beacon_view_balancer(r->pool, sr->v);
 
     ap_rprintf(r, "<dl class=\"kv\"><dt>balancer</dt><dd>%s</dd>"
                "<dt>service</dt><dd>%s</dd><dt>lease</dt><dd>%s</dd>"
                "<dt>max skew</dt><dd>%s</dd><dt>records</dt><dd>%u of %d</dd>",
-               c->balancer_name ? html(r->pool, apr_pstrcat(r->pool, "balancer://",
-                                                        c->balancer_name, NULL))
-                                : "none (log-only)",
-               c->service ? html(r->pool, c->service) : "any",
+               balancer ? html(r->pool, balancer) : "none (log-only)",
+               sr->v->service ? html(r->pool, sr->v->service)
+                              : sr->v->shares_listener ? "none (announcements without svc=)"
+                                                       : "any",
                c->timeout.value ? human_duration(r->pool, beacon_seconds(c->timeout.value))
                                 : "none (add-only)",
                human_duration(r->pool, beacon_seconds(c->max_skew.value)),

@@ -143,6 +143,11 @@ const char *beacon_view_trimmed(apr_pool_t *p, const char *flags)
     return apr_pstrmemdup(p, flags, n);
 }
 
+const char *beacon_view_balancer(apr_pool_t *p, const beacon_receiver_view *v)
+{
+    return v->balancer ? apr_pstrcat(p, "balancer://", v->balancer, NULL) : NULL;
+}
+
 const char *beacon_view_targets(apr_pool_t *p, const beacon_server_conf *conf)
 {
     const char *text = "";

@@ -67,6 +67,9 @@ int beacon_view_admin_held(const beacon_shown_record *row);
 /* httpd's flag text without its trailing space ("Init Ok "). */
 const char *beacon_view_trimmed(apr_pool_t *p, const char *flags);
 
+/* "balancer://NAME" of a receiver, or NULL in log-only mode. */
+const char *beacon_view_balancer(apr_pool_t *p, const beacon_receiver_view *v);
+
 /* A sender's ProxyBeaconAddress names, space-separated. */
 const char *beacon_view_targets(apr_pool_t *p, const beacon_server_conf *conf);
 

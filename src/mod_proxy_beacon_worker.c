@@ -425,16 +425,22 @@ void beacon_worker_note_slot(beacon_entry *e, const proxy_worker_shared *shm)
  * read-modify-writes, which can still lose this one: lease transitions
  * are rare, and the next one writes again.
  */
-void beacon_worker_set_disabled(proxy_worker_shared *shm, int disabled)
+void beacon_worker_set_flags(proxy_worker_shared *shm, apr_uint32_t set,
+                             apr_uint32_t clear)
 {
     volatile apr_uint32_t *status = (volatile apr_uint32_t *)&shm->status;
     apr_uint32_t old, new;
 
     do {
         old = apr_atomic_read32(status);
-        new = disabled ? old | PROXY_WORKER_DISABLED
-                       : old & ~(apr_uint32_t)PROXY_WORKER_DISABLED;
+        new = (old | set) & ~clear;
     } while (apr_atomic_cas32(status, new, old) != old);
+}
+
+void beacon_worker_set_disabled(proxy_worker_shared *shm, int disabled)
+{
+    beacon_worker_set_flags(shm, disabled ? PROXY_WORKER_DISABLED : 0,
+                            disabled ? 0 : PROXY_WORKER_DISABLED);
 }
 
 

@@ -118,6 +118,11 @@ void beacon_worker_forget(proxy_balancer *b, const proxy_worker *w,
 /* Sets or clears Disabled, and nothing else, of a shared status word. */
 void beacon_worker_set_disabled(proxy_worker_shared *shm, int disabled);
 
+/* Sets the flags in set and clears those in clear, nothing else, of a
+ * shared status word, as beacon_worker_set_disabled does. */
+void beacon_worker_set_flags(proxy_worker_shared *shm, apr_uint32_t set,
+                             apr_uint32_t clear);
+
 /* Growth slots of the balancer in use by runtime members, and free. */
 void beacon_worker_growth(const beacon_workers *ws, int *used, int *free_slots);
 
