@@ -190,7 +190,7 @@ static beacon_receiver *make_listener(apr_pool_t *pconf, server_rec *s,
     beacon_receiver_address(pconf, s, conf, &l->bind_host, &l->bind_port);
     l->label = beacon_receiver_label(pconf, l->bind_host, l->bind_port);
     l->nlanes = beacon_balancer_count(conf) > 0 ? beacon_balancer_count(conf) : 1;
-    l->lanes = apr_pcalloc(pconf, sizeof(*l->lanes) * (apr_size_t)l->nlanes);
+    l->lanes = apr_pcalloc(pconf, sizeof(beacon_receiver *) * (apr_size_t)l->nlanes);
     l->lane_of = apr_pcalloc(pconf, sizeof(int) * (apr_size_t)l->nlanes);
     l->ring = apr_palloc(pconf, sizeof(*l->ring));
     if ((err = beacon_receiver_ring(conf, l->ring, l->lane_of,
