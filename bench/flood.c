@@ -19,6 +19,12 @@
  *                     as the receiver drains; nothing is verified
  *   --url U           a url to announce (repeatable), or
  *   --urls-file F     one url per line (at most 4096)
+ *   --svc S           a service (svc=, wire format 1.2) the datagrams name
+ *                     (repeatable, at most 256): the datagrams take them in
+ *                     turn; without it they name none. All are signed with
+ *                     --secret, so with several services only a forged
+ *                     flood makes sense: the receiver picks each one's key
+ *                     set by its svc= before the MAC
  *   --secret S        ProxyBeaconSecret (default the tests' hex key)
  *   --rate R          datagrams per second (default 0: as fast as possible)
  *   --seconds S       stop after S seconds (default 5, at most 600)
@@ -52,12 +58,15 @@
 #include "beacon.h"
 
 #define MAX_URLS 4096
+#define MAX_SERVICES 256
 #define MAX_BATCH 256
 #define DGRAM_SIZE 512
 #define DEFAULT_SECRET "hex:00112233445566778899aabbccddeeff"
 
 static char *urls[MAX_URLS];
 static unsigned nurls;
+static const char *services[MAX_SERVICES];
+static unsigned nservices;
 static char bufs[MAX_BATCH][DGRAM_SIZE];
 static struct mmsghdr msgs[MAX_BATCH];
 static struct iovec iovs[MAX_BATCH];
@@ -103,6 +112,15 @@ static void add_url(const char *u)
     if (!(urls[nurls] = strdup(u)))
         die("%s", "out of memory");
     nurls++;
+}
+
+static void add_service(const char *svc)
+{
+    if (nservices == MAX_SERVICES)
+        die("more than %s services", "256");
+    if (!beacon_service_is_valid(svc))
+        die("not a service: %s", svc);
+    services[nservices++] = svc;
 }
 
 static void read_urls(const char *path)
@@ -261,6 +279,8 @@ int main(int argc, char **argv)
             add_url(val);
         else if (!strcmp(opt, "--urls-file"))
             read_urls(val);
+        else if (!strcmp(opt, "--svc"))
+            add_service(val);
         else if (!strcmp(opt, "--secret"))
             secret = val;
         else if (!strcmp(opt, "--rate"))
@@ -279,7 +299,7 @@ int main(int argc, char **argv)
     if (port == 0 || !mode ||
         (strcmp(mode, "valid") && strcmp(mode, "forged") && strcmp(mode, "sink")))
         die("%s", "usage: bench_flood --port P --mode valid|forged|sink "
-                  "[--url U | --urls-file F] [--rate R] [--seconds S] "
+                  "[--url U | --urls-file F] [--svc S] [--rate R] [--seconds S] "
                   "[--count N] [--batch B] [--cpu C] [--host A] [--secret S]");
     if (nurls == 0)
         add_url("http://127.0.0.1:9");
@@ -322,7 +342,8 @@ int main(int argc, char **argv)
         if (count && count - sent < n)
             n = (unsigned)(count - sent);
         /* Forged datagrams are signed once per slot and re-sent: the
-         * receiver's cost does not depend on their content. */
+         * receiver's cost does not depend on their content (with --svc,
+         * the slots name the services in turn). */
         for (unsigned b = 0; b < n; b++) {
             if (!forged || pos < MAX_BATCH) {
                 beacon_announcement_t a = {
@@ -330,6 +351,7 @@ int main(int argc, char **argv)
                     .host = "bench-flood",
                     .pid = pid,
                     .state = NULL,
+                    .svc = nservices ? services[seq % nservices] : NULL,
                 };
                 int len;
 
