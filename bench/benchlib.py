@@ -237,25 +237,25 @@ class Proxy(Httpd):
         return self.balancer_members()
 
     def receiver_pid(self, timeout=5):
-        """The child holding the receiver's UDP socket (the watchdog owner)."""
+        """The child that owns the receiver: owner_pid of /beacon-status?json
+        (needs status_page), once it holds the receiver's UDP socket. Every
+        child holds the socket (/proc/<pid>/fd), so the first one found
+        was, as often as not, a child that never reads it: its CPU time,
+        the flood's cost, stayed at 0."""
         inode = wait_for(lambda: udp_socket(self.udp_port) and
                          udp_socket(self.udp_port)["inode"], timeout,
                          f"udp socket on port {self.udp_port}")
         target = f"socket:[{inode}]"
 
         def owner():
-            for pid in self.child_pids():
-                try:
-                    for fd in os.listdir(f"/proc/{pid}/fd"):
-                        try:
-                            if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
-                                return pid
-                        except OSError:
-                            continue
-                except OSError:
-                    continue
-            return None
-        return wait_for(owner, timeout, f"the child holding {target}")
+            pid = ex.receiver_owner(self.beacon_status())
+            try:
+                fds = os.listdir(f"/proc/{pid}/fd") if pid in self.child_pids() else []
+                return pid if any(os.readlink(f"/proc/{pid}/fd/{fd}") == target
+                                  for fd in fds) else None
+            except OSError:
+                return None
+        return wait_for(owner, timeout, f"the receiver's owner child holding {target}")
 
     def count_log(self, regex):
         return ex.log_count(self.error_log(), regex)

@@ -448,7 +448,7 @@ def bench_control(ctx):
     # valid: re-announcements of a fixed fleet of 50 members
     udp = bl.free_port()
     p = ctx.track(bl.Proxy(ctx.dir / "ctl-valid", module=ctx.module, growth=64,
-                           receiver=(udp, "30"))).start_receiver()
+                           receiver=(udp, "30"), status_page=True)).start_receiver()
     sender = bl.Sender(udp)
     for u in fleet:
         sender.announce(u)
@@ -737,8 +737,9 @@ def bench_footprint(ctx):
     bl.stop_quietly(p)
 
     udp = bl.free_port()
+    # the status page tells receiver_pid() which child owns the receiver
     p = ctx.track(bl.Proxy(ctx.dir / "fp-beacon", module=ctx.module, growth=members,
-                           receiver=(udp, "30"))).start_receiver()
+                           receiver=(udp, "30"), status_page=True)).start_receiver()
     sender = bl.Sender(udp)
     for u in urls:
         sender.announce(u)

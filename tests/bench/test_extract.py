@@ -129,8 +129,21 @@ def test_receiver_load():
     r = ex.receiver_load(300000, 1.5, 0.6)
     assert r["kept_rate"] == 200000 and r["cpu_share"] == pytest.approx(0.4)
     assert r["us_per_dgram"] == pytest.approx(2.0)
-    with pytest.raises(Broken, match="CPU time did not grow"):
+    with pytest.raises(Broken, match="CPU time grew 0.000000 s"):
         ex.receiver_load(300000, 1.5, 0.0)
+    # a child that holds the socket but does not read it: 0.2 ms for 300k
+    with pytest.raises(Broken, match="not the child that owns the receiver"):
+        ex.receiver_load(300000, 1.5, 0.0002)
+
+
+def test_receiver_owner(fixture_text):
+    """The child receiver_pid() measures: owner_pid of ?json."""
+    status = ex.receiver_status(fixture_text("control", "status.json"))
+    assert ex.receiver_owner(status) == 19431
+    assert ex.receiver_owner(dict(status, owner_pid=0)) is None
+    del status["owner_pid"]
+    with pytest.raises(Broken, match="no owner_pid"):
+        ex.receiver_owner(status)
 
 
 def control_statuses(fixture_text):
