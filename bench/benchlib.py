@@ -178,18 +178,41 @@ STATUS_PAGE = """<Location /beacon-status>
 """
 
 
+def service_names(n):
+    """The services of a receiver with n (s01, s02, ...)."""
+    return [f"s{i:02d}" for i in range(1, n + 1)]
+
+
+def service_key(name):
+    """A service's own key (secret=): distinct for each, not SECRET."""
+    return f"hex:{int(name[1:]) + 0xbe000000:032x}"
+
+
+def services_config(names):
+    """The ProxyBeaconBalancer lines of a receiver feeding balancer://NAME
+    for each service NAME, each with its own key."""
+    return "".join(f"ProxyBeaconBalancer {n} service={n} secret={service_key(n)}\n"
+                   for n in names)
+
+
 class Proxy(Httpd):
     """A private apache2 reverse proxy: balancer://cluster on /, keep-alive
     for clients, no access log. receiver=(udp_port, timeout) loads the
     beacon receiver (module must then be the .so's path); receiver_extra:
     more receiver directives (ProxyBeaconMaxSkew, ...). status_page=True adds
-    /beacon-status (the module's handler; beacon_status() reads its ?json)."""
+    /beacon-status (the module's handler; beacon_status() reads its ?json).
+    services=N: the receiver feeds N balancers instead of cluster, one per
+    service (service_names(N), balancer://sNN, each its own key)."""
 
     def __init__(self, workdir, module=None, members=(), growth=4, receiver=None,
-                 loglevel=None, extra="", receiver_extra="", status_page=False):
+                 loglevel=None, extra="", receiver_extra="", status_page=False,
+                 services=0):
         tail = ""
+        names = service_names(services)
         if receiver:
-            tail = receiver_config(receiver[0], timeout=receiver[1], extra=receiver_extra)
+            tail = receiver_config(receiver[0], timeout=receiver[1],
+                                   balancer=None if names else "cluster",
+                                   extra=services_config(names) + receiver_extra)
         if status_page:
             tail = STATUS_PAGE + tail
         if loglevel is None:
@@ -197,6 +220,7 @@ class Proxy(Httpd):
         super().__init__(workdir=workdir, module=module, growth=growth,
                          members=members, loglevel=loglevel,
                          extra_config=KEEPALIVE + extra, tail_config=tail)
+        self.proxy_config += "".join(self.balancer_block(n, growth) for n in names)
         if status_page:
             self.proxypass_config = ("ProxyPass /balancer-manager !\n"
                                      "ProxyPass /beacon-status !\n"
@@ -205,8 +229,18 @@ class Proxy(Httpd):
         self.status_retries = 0
 
     def beacon_status(self):
-        """The first receiver of /beacon-status?json (needs status_page).
-        A connection closed without an answer is tried again, twice, and
+        """The first receiver of /beacon-status?json (needs status_page)."""
+        return ex.receiver_status(self.beacon_status_body())
+
+    def service_status(self, name="status.json"):
+        """Every balancer of /beacon-status?json with its service and its
+        mac mismatches (ex.service_receivers; needs status_page); the body
+        is recorded as name."""
+        return ex.service_receivers(self.beacon_status_body(name))
+
+    def beacon_status_body(self, name="status.json"):
+        """/beacon-status?json's body, also recorded as name. A
+        connection closed without an answer is tried again, twice, and
         counted in status_retries (a child that exited under the request)."""
         for attempt in range(3):
             try:
@@ -219,8 +253,8 @@ class Proxy(Httpd):
                 time.sleep(0.05)
         if status != 200:
             raise RuntimeError(f"/beacon-status?json answered {status}: {body[:200]}")
-        record("status.json", body)
-        return ex.receiver_status(body)
+        record(name, body)
+        return body
 
     def log_config(self):
         return f"LogLevel {self.loglevel}\n"
@@ -281,8 +315,9 @@ def stop_quietly(server):
 class Sender:
     """Signed announcements over one UDP socket, strictly rising ts."""
 
-    def __init__(self, port):
+    def __init__(self, port, secret=SECRET):
         self.addr = ("127.0.0.1", port)
+        self.secret = secret
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.last_ts = 0
         self.lock = threading.Lock()
@@ -292,7 +327,7 @@ class Sender:
         with self.lock:
             self.last_ts = max(bw.now_usec(), self.last_ts + 1)
             ts = self.last_ts
-        return bw.announce(SECRET, url=url, ts=ts, host="bench", **fields)
+        return bw.announce(self.secret, url=url, ts=ts, host="bench", **fields)
 
     def send(self, datagram):
         self.sock.sendto(datagram, self.addr)

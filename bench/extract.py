@@ -193,14 +193,19 @@ def stat_seconds(text, clk_tck):
 RECEIVER_KEYS = ("events", "dropped", "growth", "members")
 
 
-def receiver_status(body):
-    """The first receiver of a /beacon-status?json body, with the fields
-    the sections read; Broken if one is absent."""
+def receivers(body):
+    """The receivers[] of a /beacon-status?json body; Broken if none."""
     try:
         doc = json.loads(body)
     except ValueError as e:
         raise Broken(f"/beacon-status?json is not JSON: {e}") from None
-    rx = need(doc.get("receivers"), "/beacon-status?json has no receivers")[0]
+    return need(doc.get("receivers"), "/beacon-status?json has no receivers")
+
+
+def receiver_status(body):
+    """The first receiver of a /beacon-status?json body, with the fields
+    the sections read; Broken if one is absent."""
+    rx = receivers(body)[0]
     missing = [k for k in RECEIVER_KEYS if k not in rx]
     if missing:
         raise Broken(f"/beacon-status?json's receiver has no {', '.join(missing)}")
@@ -213,6 +218,31 @@ def receiver_owner(status):
     if "owner_pid" not in status:
         raise Broken("/beacon-status?json's receiver has no owner_pid")
     return status["owner_pid"] or None
+
+
+def service_receivers(body):
+    """{balancer: {service, mac_mismatch}} of a /beacon-status?json body:
+    a receiver that feeds several balancers lists each as its own entry of
+    receivers[]. Broken when an entry has no balancer, service or
+    dropped.mac_mismatch."""
+    out = {}
+    for rx in receivers(body):
+        for k in ("balancer", "service", "dropped"):
+            if k not in rx:
+                raise Broken(f"/beacon-status?json's receiver has no {k}")
+        if "mac_mismatch" not in (rx["dropped"] or {}):
+            raise Broken("/beacon-status?json has no dropped.mac_mismatch")
+        out[rx["balancer"]] = {"service": rx["service"],
+                               "mac_mismatch": rx["dropped"]["mac_mismatch"]}
+    return out
+
+
+def mac_mismatches(before, after):
+    """The datagrams dropped as mac mismatch between two service_receivers()
+    readings, all balancers together (the receiver counts a datagram that
+    fails its MAC in its first balancer's)."""
+    return sum(rx["mac_mismatch"] - before.get(b, {}).get("mac_mismatch", 0)
+               for b, rx in after.items())
 
 
 def event(status, name):

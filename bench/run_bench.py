@@ -23,6 +23,9 @@ Sections (all by default, --only picks some):
                addresses; a new address in the name -> that proxy has the
                member (the module's sender), median of trials. Needs root
                (a private /etc/hosts: tests/integration/private_hosts.py)
+  services     the control section's forged flood against a receiver (one UDP
+               port) feeding 20 balancers, one per service with its own key,
+               vs one: the rate it keeps with 20 services / with one
 
 Benchmarks report, they never fail: a missed goal is marked MISSED in the
 table and the exit status is still 0. A measurement that found no data (a
@@ -65,7 +68,7 @@ from extract import Broken  # noqa: E402
 import private_hosts  # noqa: E402  (tests/integration, on benchlib's path)
 
 SECTIONS = ("library", "request", "control", "convergence", "footprint", "churn",
-            "fanout")
+            "fanout", "services")
 
 
 class Skip(Exception):
@@ -197,7 +200,9 @@ def missing_tool(name):
     return f"not installed; as root: make deps BENCH=1, or apt-get install -y {name}"
 
 
-def flood(ctx, port, mode, seconds, rate=0, count=0, urls_file=None, batch=64):
+def flood(ctx, port, mode, seconds, rate=0, count=0, urls_file=None, batch=64,
+          services=()):
+    """bench_flood's figures; services: the svc= its datagrams name in turn."""
     if not ctx.flood:
         raise Skip(ctx.flood_error or "no flood sender")
     cmd = [ctx.flood, "--port", str(port), "--mode", mode, "--seconds", str(seconds),
@@ -208,6 +213,8 @@ def flood(ctx, port, mode, seconds, rate=0, count=0, urls_file=None, batch=64):
         cmd += ["--count", str(count)]
     if urls_file:
         cmd += ["--urls-file", str(urls_file)]
+    for svc in services:
+        cmd += ["--svc", svc]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
     if r.returncode != 0:
         raise RuntimeError(f"bench_flood failed: {r.stderr}")
@@ -328,10 +335,12 @@ def snapshot(proxy, pid, hb=None):
             "v_last_ts": hb.sender.last_ts if hb else None}
 
 
-def flood_run(ctx, proxy, pid, mode, seconds, rate=0, urls_file=None, hb=None):
+def flood_run(ctx, proxy, pid, mode, seconds, rate=0, urls_file=None, hb=None,
+              services=()):
     """One flood against the receiver: what was sent, what the kernel
     dropped, how fast the receiver kept up, and its CPU time; with hb, how
-    many of V's announcements the receiver accepted (its counter)."""
+    many of V's announcements the receiver accepted (its counter);
+    services: the svc= the datagrams name in turn."""
     port = proxy.udp_port
 
     def consistent_snapshot():
@@ -340,7 +349,7 @@ def flood_run(ctx, proxy, pid, mode, seconds, rate=0, urls_file=None, hb=None):
             return snapshot(proxy, pid, hb)
 
     a = consistent_snapshot()
-    f = flood(ctx, port, mode, seconds, rate=rate, urls_file=urls_file)
+    f = flood(ctx, port, mode, seconds, rate=rate, urls_file=urls_file, services=services)
     drained = True
     try:
         bl.wait_for(lambda: receiver_socket(port)["rx_queue"] == 0, 10,
@@ -352,7 +361,8 @@ def flood_run(ctx, proxy, pid, mode, seconds, rate=0, urls_file=None, hb=None):
     sent = int(f["sent"])
     drops = b["drops"] - a["drops"]
     res = {"mode": mode, "target_rate": rate, "sent": sent, "send_rate": f["rate"],
-           "send_seconds": f["seconds"], "drops": drops, "drained": drained,
+           "send_seconds": f["seconds"], "send_errors": int(f.get("send_errors", 0)),
+           "drops": drops, "drained": drained,
            "snmp_rcvbuf_errors": b["snmp"]["RcvbufErrors"] - a["snmp"]["RcvbufErrors"],
            "snmp_in_errors": b["snmp"]["InErrors"] - a["snmp"]["InErrors"]}
     res.update(ex.receiver_load(sent - drops, t_drained - a["t"], b["cpu"] - a["cpu"]))
@@ -526,6 +536,132 @@ def control_goal(ctx, forged, v_ok):
              f"{g['v_accepted']} of {g['v_sent']}"
              f"{'' if g['v_last_kept'] else ', its last one not kept'}), "
              f"V {'enabled' if v_ok else 'DISABLED'}")
+
+
+# ---- 8. services -------------------------------------------------------------------
+
+SERVICES = 20      # balancers on the one receiver, against one
+SERVICES_GOAL = 0.9
+PROBE_URL = "http://127.0.0.1:10"  # a valid announcement's, never requested
+
+
+def services_proxy(ctx, n):
+    """A proxy whose one receiver (one UDP port) feeds n balancers, one per
+    service (s01..., each its own key), with /beacon-status; and the
+    services. Before any flood, ?json must list each balancer, and a valid
+    announcement for the last service, signed with its key, must join its
+    balancer: the receiver selects keys by service as configured."""
+    udp = bl.free_port()
+    p = ctx.track(bl.Proxy(ctx.dir / f"svc-{n}", module=ctx.module, growth=2,
+                           receiver=(udp, "300"), services=n,
+                           status_page=True)).start_receiver()
+    names = bl.service_names(n)
+    listed = sorted(p.service_status(f"status-{n}.json"))
+    if listed != [f"balancer://{s}" for s in names]:
+        raise Broken(f"/beacon-status?json lists {len(listed)} balancers "
+                     f"({', '.join(listed[:3])}), not the {n} configured")
+    last = names[-1]
+    sender = bl.Sender(udp, secret=bl.service_key(last))
+    sender.send(sender.datagram(PROBE_URL, extra=[("svc", last)]))
+    sender.close()
+    bl.wait_for(lambda: PROBE_URL in [w["name"] for w in p.balancer_members(last)], 20,
+                f"{PROBE_URL} to join balancer://{last}", interval=0.05)
+    return p, names
+
+
+def unpaced(runs):
+    return [r["kept_rate"] for r in runs if not r["target_rate"]]
+
+
+def bench_services(ctx):
+    if not ctx.flood:
+        raise Skip(ctx.flood_error or "no flood sender")
+    if ctx.quick:
+        ladder, step, max_secs, rounds = [200_000], 1, 1.5, 1
+    else:
+        ladder, step, max_secs, rounds = [100_000, 200_000, 300_000, 400_000], 2, 3, 3
+    setups = {}
+    for n in (1, SERVICES):
+        p, names = services_proxy(ctx, n)
+        setups[n] = {"proxy": p, "services": names, "pid": p.receiver_pid(),
+                     "before": p.service_status(f"status-{n}.json"), "runs": []}
+    # the two proxies take turns, the first alternating: drift in the
+    # machine's load falls on both
+    for i, rate in enumerate(ladder + [0] * rounds):
+        for n in ((1, SERVICES) if i % 2 == 0 else (SERVICES, 1)):
+            s = setups[n]
+            log(f"services: forged, {n} service(s), "
+                + (f"at {rate}/s" if rate else "as fast as possible"))
+            s["runs"].append(flood_run(ctx, s["proxy"], s["pid"], "forged",
+                                       step if rate else max_secs, rate,
+                                       services=s["services"]))
+    counted = {}
+    for n, s in setups.items():
+        delivered = sum(r["sent"] - r["send_errors"] - r["drops"] for r in s["runs"])
+        after = s["proxy"].service_status(f"status-{n}.json")
+        counted[n] = (ex.mac_mismatches(s["before"], after), delivered)
+        ctx.check_log(s["proxy"], f"services/{n} proxy")
+    one, many = setups[1]["runs"], setups[SERVICES]["runs"]
+    ctx.raw["services"] = {n: {"runs": s["runs"], "mac_mismatch_counted": counted[n][0],
+                               "delivered": counted[n][1]} for n, s in setups.items()}
+    lines = [f"   bench_flood --mode forged -> one receiver (one UDP port) feeding 1 balancer "
+             f"(service s01, its own key) or {SERVICES}",
+             f"   (s01-s{SERVICES}, each its own key); the datagrams name the services in turn"
+             " (svc=), which picks the keys before the MAC;",
+             f"   {step:g} s per paced rate, {max_secs:g} s unpaced x {rounds}, the two proxies "
+             "taking turns; columns as in 2.",
+             f"   {'':7}{'target':>7}{'sent/s':>11}{'sent':>10}{'drops':>9}{'RcvbufE':>9}"
+             f"{'kept/s':>11}{'cpu':>8}{'us/dgram':>10}"]
+    lines += control_lines(one, "1 svc")
+    lines += control_lines(many, f"{SERVICES} svc")
+    lines += services_summary(one, many, counted)
+    services_goal(ctx, one, many, counted)
+    return lines
+
+
+def services_summary(one, many, counted):
+    b1, bn = best_clean(one), best_clean(many)
+    u1, un = bl.median(unpaced(one)), bl.median(unpaced(many))
+    c1 = bl.median([r["us_per_dgram"] for r in one if not r["target_rate"]])
+    cn = bl.median([r["us_per_dgram"] for r in many if not r["target_rate"]])
+    paired = [b / a for a, b in zip(unpaced(one), unpaced(many)) if a]
+    return [f"   highest paced rate with no drop: 1 service {fmt(b1, '.0f')}/s, {SERVICES} "
+            f"services {fmt(bn, '.0f')}/s, ratio {fmt(bn / b1 if b1 and bn else None, '.3f')}",
+            f"   unpaced kept up (median): 1 service {fmt(u1, '.0f')}/s, {SERVICES} services "
+            f"{fmt(un, '.0f')}/s, ratio {fmt(un / u1 if u1 and un else None, '.3f')} "
+            f"(rounds {rng(paired, '.3f')})",
+            f"   receiver CPU per forged datagram, unpaced (median): {fmt(c1, '.2f')} us vs "
+            f"{fmt(cn, '.2f')} us, i.e. about {fmt(1e3 / c1 if c1 else None, '.0f')}k/s vs "
+            f"{fmt(1e3 / cn if cn else None, '.0f')}k/s on a core of its own",
+            "   counted as mac mismatch (?json dropped.mac_mismatch, all balancers) of those "
+            "delivered: " + ", ".join(f"{n} service(s) {c} of {d}"
+                                      for n, (c, d) in sorted(counted.items()))]
+
+
+def services_goal(ctx, one, many, counted):
+    """The goal: the unpaced kept-up rate with SERVICES services (median
+    of the rounds) >= SERVICES_GOAL x the one with one service, every
+    datagram delivered counted as mac mismatch (else the flood measured
+    something else). BROKEN without an unpaced run of each, or when the
+    one-service receiver kept nothing."""
+    u1, un = bl.median(unpaced(one)), bl.median(unpaced(many))
+    if u1 is None or un is None:
+        ctx.broken("services", f"no unpaced forged run with 1 and {SERVICES} services")
+        return
+    if not u1:
+        ctx.broken("services", "the receiver with one service kept no datagram")
+        return
+    ratio = un / u1
+    miscounted = [f"{n} service(s) {c} of {d}" for n, (c, d) in sorted(counted.items())
+                  if c != d]
+    b1, bn = best_clean(one), best_clean(many)
+    detail = (f"ratio {ratio:.3f} ({un:.0f} vs {u1:.0f}/s unpaced kept up; highest paced "
+              f"with no drop {fmt(bn, '.0f')} vs {fmt(b1, '.0f')}/s)")
+    if miscounted:
+        detail += "; counted as mac mismatch of those delivered: " + ", ".join(miscounted)
+    ctx.goal("services", f"the forged flood with {SERVICES} services on the receiver keeps "
+             f">= {SERVICES_GOAL} of the rate with one", ratio >= SERVICES_GOAL
+             and not miscounted, detail)
 
 
 # ---- 3. convergence ----------------------------------------------------------------
@@ -1691,8 +1827,11 @@ TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)"
           "footprint": "4. Footprint: memory and receiver CPU",
           "churn": "6. Churn: joins into recycled slots, throughput under churn, "
                    "rolling replacement",
-          "fanout": "7. Fan-out: one sender to every address of a name"}
-ORDER = ("request", "control", "convergence", "footprint", "library", "churn", "fanout")
+          "fanout": "7. Fan-out: one sender to every address of a name",
+          "services": f"8. Services: the forged flood at a receiver with {SERVICES} services "
+                      "vs one"}
+ORDER = ("request", "control", "convergence", "footprint", "library", "churn", "fanout",
+         "services")
 
 
 def run_section(ctx, key, fn):
@@ -1766,7 +1905,9 @@ def write_atomic(path, text):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    doc = __doc__.split("\n\n")  # its first line, and the sections
+    ap = argparse.ArgumentParser(description="\n\n".join([doc[0]] + doc[2:4]),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke run, about a minute and a half")
     ap.add_argument("--only", default=",".join(SECTIONS),
                     help=f"comma-separated subset of {','.join(SECTIONS)}")
@@ -1795,7 +1936,7 @@ def main():
     sections = {}
     funcs = {"library": bench_library, "request": bench_request, "control": bench_control,
              "convergence": bench_convergence, "footprint": bench_footprint,
-             "churn": bench_churn, "fanout": bench_fanout}
+             "churn": bench_churn, "fanout": bench_fanout, "services": bench_services}
     try:
         for key in [k for k in ORDER if k in only]:
             log(f"{key}: start")

@@ -193,6 +193,51 @@ def test_forged_flood_counted_as_mac_mismatch(fixture_text):
     assert after["dropped"]["mac_mismatch"] > before["dropped"]["mac_mismatch"]
 
 
+# ---- services: ?json of a receiver with 20 balancers --------------------------------
+
+def services_statuses(fixture_text):
+    """Before and after the forged floods at the receiver with 20 services."""
+    return (ex.service_receivers(fixture_text("services", "first-status-20.json")),
+            ex.service_receivers(fixture_text("services", "status-20.json")))
+
+
+def test_service_receivers_lists_each_balancer_with_its_service(fixture_text):
+    before, after = services_statuses(fixture_text)
+    names = [f"s{i:02d}" for i in range(1, 21)]
+    assert sorted(after) == [f"balancer://{n}" for n in names]
+    assert [after[f"balancer://{n}"]["service"] for n in names] == names
+    assert all(rx["mac_mismatch"] == 0 for rx in before.values())
+
+
+def test_mac_mismatches_sums_every_balancer(fixture_text):
+    """The forged datagrams the floods delivered (680,320 in the recorded
+    run): counted in the first balancer's dropped.mac_mismatch, read off
+    all of them together."""
+    before, after = services_statuses(fixture_text)
+    assert ex.mac_mismatches(before, after) == 680320
+    assert after["balancer://s01"]["mac_mismatch"] == 680320
+    moved = dict(after, **{"balancer://s02": {"service": "s02", "mac_mismatch": 7}})
+    assert ex.mac_mismatches(before, moved) == 680327
+    assert ex.mac_mismatches(after, after) == 0
+
+
+@pytest.mark.parametrize("drop, reason", [
+    (("service",), "receiver has no service"),
+    (("balancer",), "receiver has no balancer"),
+    (("dropped", "mac_mismatch"), "no dropped.mac_mismatch"),
+])
+def test_service_receivers_without_a_field_is_broken(fixture_text, drop, reason):
+    doc = json.loads(fixture_text("services", "status-20.json"))
+    rx = doc["receivers"][7]
+    for key in drop[:-1]:
+        rx = rx[key]
+    del rx[drop[-1]]
+    with pytest.raises(Broken, match=reason):
+        ex.service_receivers(json.dumps(doc))
+    with pytest.raises(Broken, match="no receivers"):
+        ex.service_receivers('{"receivers": [], "senders": []}')
+
+
 # ---- convergence: the error log ---------------------------------------------------
 
 def test_added_and_evicted_lines(fixture_text):

@@ -87,3 +87,31 @@ def test_a_part_without_data_is_broken_and_the_others_run(ctx):
     assert lines == ["   BROKEN: a) join: bench_datagram printed no row (a) (b) (c)",
                      "   b) figures"]
     assert [g[2] for g in ctx.goals] == [rb.BROKEN]
+
+
+def services_runs(unpaced, paced=(198_000,)):
+    """Forged runs as bench_services keeps them: paced ones at 200k/s with
+    no drop, then the unpaced rounds (target_rate 0) with their kept/s."""
+    runs = [{"target_rate": 200_000, "drops": 0, "kept_rate": k} for k in paced]
+    return runs + [{"target_rate": 0, "drops": 0, "kept_rate": k} for k in unpaced]
+
+
+def test_services_ratio_met_missed_and_broken(ctx):
+    """The ratio is of the unpaced kept-up rates (medians of the rounds);
+    datagrams not all counted as mac mismatch make it MISSED; no unpaced
+    run, or none kept with one service, is BROKEN."""
+    ok = {1: (900, 900), 20: (800, 800)}
+    rb.services_goal(ctx, services_runs([300_000, 320_000, 310_000]),
+                     services_runs([290_000, 280_000, 300_000]), ok)
+    rb.services_goal(ctx, services_runs([300_000]), services_runs([260_000]), ok)
+    rb.services_goal(ctx, services_runs([300_000]), services_runs([300_000]),
+                     {1: (900, 900), 20: (790, 800)})
+    rb.services_goal(ctx, services_runs([]), services_runs([300_000]), ok)
+    rb.services_goal(ctx, services_runs([0]), services_runs([300_000]), ok)
+    goals = goals_block(table(ctx, {})).splitlines()
+    assert goals[0].startswith("   met    ") and "ratio 0.935 (290000 vs 310000/s" in goals[0]
+    assert goals[1].startswith("   MISSED ") and "ratio 0.867" in goals[1]
+    assert goals[2].startswith("   MISSED ") and "ratio 1.000" in goals[2] \
+        and "20 service(s) 790 of 800" in goals[2]
+    assert goals[3].startswith("   BROKEN ") and "no unpaced forged run" in goals[3]
+    assert goals[4].startswith("   BROKEN ") and "one service kept no datagram" in goals[4]
