@@ -47,6 +47,12 @@ def member_pid(h, url):
 
 @pytest.mark.skipif(not FAKETIME.exists(), reason="libfaketime is not installed "
                     "(scripts/ensure-deps installs it)")
+# Measured: apache2 under tools/asan-apache2 with libfaketime preloaded
+# beside ASan's runtime never finishes starting (it hangs in start-up until
+# the harness's 30 s timeout); the normal `make check` run covers this test.
+@pytest.mark.skipif(bool(os.environ.get("BEACON_SAN_PRELOAD")),
+                    reason="libfaketime preloaded beside ASan's runtime hangs "
+                    "apache2 at start-up; make check runs this test")
 @pytest.mark.parametrize("restart_signal", [signal.SIGUSR1, signal.SIGHUP],
                          ids=["graceful", "restart"])
 def test_a_sender_whose_clock_stepped_back_is_accepted_after_a_restart(
