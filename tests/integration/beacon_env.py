@@ -42,6 +42,15 @@ def sender_httpd(httpd_factory, targets, advertise=True, interval="1", mpm="even
     return h
 
 
+def restart(h, how):
+    """how="graceful": a graceful restart; anything else: stop, then start."""
+    if how == "graceful":
+        h.graceful()
+    else:
+        h.stop()
+        h.start()
+
+
 def start_receiver(h):
     """Starts h and waits until its receiver listens: datagrams sent before
     that are lost, as they would be in production."""

@@ -11,7 +11,8 @@ import stat
 
 import pytest
 
-from beacon_env import Announcer, SECRET, receiver_config, start_receiver, wait_member
+from beacon_env import (Announcer, SECRET, receiver_config, restart, start_receiver,
+                        wait_member)
 from httpd import free_port, wait_for
 
 pytestmark = pytest.mark.beacon
@@ -151,11 +152,7 @@ def test_two_virtual_hosts_with_balancers_of_one_name_stay_apart(
         assert {get_from(ports[i]) for _ in range(6)} == {(200, f"b{i}")}
 
     mark = h.log_size()
-    if how == "graceful":
-        h.graceful()
-    else:
-        h.stop()
-        h.start()
+    restart(h, how)
     for _ in range(2):
         h.wait_log(r"BCN00011: restored 1 member\(s\) of balancer://cluster", since=mark)
     for i in range(2):

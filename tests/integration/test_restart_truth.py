@@ -15,19 +15,11 @@ import urllib.parse
 
 import pytest
 
-from beacon_env import (Announcer, Heartbeat, enabled, receiver_config, start_receiver,
-                        wait_member)
+from beacon_env import (Announcer, Heartbeat, enabled, receiver_config, restart,
+                        start_receiver, wait_member)
 from httpd import free_port, logged_at, wait_for
 
 pytestmark = pytest.mark.beacon
-
-
-def restart(h, how):
-    if how == "graceful":
-        h.graceful()
-    else:
-        h.stop()
-        h.start()
 
 
 @pytest.mark.parametrize("how", ["graceful", "stop and start"])

@@ -12,7 +12,7 @@ import re
 import pytest
 
 import beacon_wire as bw
-from beacon_env import SECRET, Announcer, Heartbeat, enabled, start_receiver
+from beacon_env import SECRET, Announcer, Heartbeat, enabled, restart, start_receiver
 from httpd import free_port, wait_for
 
 pytestmark = pytest.mark.beacon
@@ -203,11 +203,7 @@ def test_a_restart_keeps_every_balancers_members_apart(httpd_factory, backend_fa
     api.announce(both.url, state="leaving")
     wait_in(h, "api", both.url, want_enabled=False)
     mark = h.log_size()
-    if how == "graceful":
-        h.graceful()
-    else:
-        h.stop()
-        h.start()
+    restart(h, how)
     h.wait_log(r"BCN00011: restored 2 member\(s\) of balancer://shop", since=mark)
     h.wait_log(r"BCN00011: restored 2 member\(s\) of balancer://api", since=mark)
     assert names(h, "shop") == sorted([s.url, both.url])
