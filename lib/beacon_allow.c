@@ -7,10 +7,7 @@
 
 #include <string.h>
 
-#include "beacon.h"
-
-#define STR_(x) #x
-#define STR(x) STR_(x)
+#include "beacon_private.h"
 
 // The base of an entry: all of an exact one, what a delegation's "/*"
 // follows ("" for the root's).
@@ -46,7 +43,7 @@ static const char *entry_check(const char *s, apr_size_t len, int *delegation)
         return "an empty entry (a \",\" at an end, or two in a row)";
     }
     if (len > BEACON_CTX_PATH_MAX) {
-        return "an entry longer than " STR(BEACON_CTX_PATH_MAX) " bytes";
+        return "an entry longer than " BEACON_STR(BEACON_CTX_PATH_MAX) " bytes";
     }
     *delegation = star != NULL;
     if (star != NULL) {
@@ -96,7 +93,7 @@ static const char *allow_append(beacon_allow_t *allow, const char *s,
         return msg;
     }
     if (allow->n == BEACON_ALLOW_MAX_ENTRIES) {
-        return "more than " STR(BEACON_ALLOW_MAX_ENTRIES) " entries";
+        return "more than " BEACON_STR(BEACON_ALLOW_MAX_ENTRIES) " entries";
     }
     e = &allow->entry[allow->n++];
     memcpy(e->text, s, len);

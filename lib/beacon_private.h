@@ -14,4 +14,9 @@ int beacon_hex_value(char c);
  * names of datagram endpoints). Lengths are the caller's rule. */
 int beacon_is_word(const char *s, apr_size_t len);
 
+/* A macro's value as a string literal, for static messages that name a
+ * bound ("more than " BEACON_STR(BEACON_ALLOW_MAX_ENTRIES) " entries"). */
+#define BEACON_STR_(x) #x
+#define BEACON_STR(x) BEACON_STR_(x)
+
 #endif /* BEACON_PRIVATE_H */
