@@ -507,7 +507,7 @@ int beacon_context_best(const beacon_span_t *ctxs, unsigned n,
 //   /         exactly "/"
 //
 // "*" stands only as a whole last segment: "/apps*", "/a/*/b", "*" and
-// "/a/**" are refused. A plain block with no pointers: the caller places
+// "/a/**" are refused, and so is "//*" (the root's delegation is "/*"). A plain block with no pointers: the caller places
 // it where it likes (a configuration pool) and may copy it.
 #define BEACON_ALLOW_MAX_ENTRIES 64
 

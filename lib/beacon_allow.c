@@ -56,7 +56,8 @@ static const char *entry_check(const char *s, apr_size_t len, int *delegation)
             return NULL; /* the root's delegation */
         }
     }
-    if (!beacon_context_is_valid(s, len)) {
+    // a delegation's base is never "/" ("//*" would hold nothing)
+    if (!beacon_context_is_valid(s, len) || (*delegation && len == 1)) {
         return "not a context: \"/\", or segments \"/seg\" of "
                "[A-Za-z0-9._~-], none \".\" or \"..\", no trailing \"/\"";
     }

@@ -71,6 +71,7 @@ static void every_bad_entry_is_named_with_its_reason(void **state)
         {"/ok,/a/*x", 4, 5, "*"},
         {"/a//*", 0, 5, "context"},
         {"/./*", 0, 4, "context"},
+        {"//*", 0, 3, "context"}, // "/" is no base: the root's is "/*"
         /* 81 bytes: one past the bound, as an exact entry and as a
          * delegation (whose base then has 79) */
         {"/123456789012345678901234567890123456789012345678901234567890123456789012345678ab",
