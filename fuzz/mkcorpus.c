@@ -494,6 +494,49 @@ static void gen_endpoints(void)
     }
 }
 
+/* fuzz_allow: list A, list B and a path, one a line: the forms of an
+ * entry, each bad entry of the unit tests, conflicting and nested pairs,
+ * paths at each boundary. */
+static void gen_allow(void)
+{
+    static const struct {
+        const char *name, *input;
+    } rows[] = {
+        {"exact and nested", "/shop,/cart\n/shop/admin\n/shop/admin/x"},
+        {"same context twice", "/shop\n/shop\n/shop;jsessionid=1"},
+        {"delegation holds an exact", "/apps/*\n/apps/x\n/apps/x/y"},
+        {"delegation beside its base", "/apps/*\n/apps\n/apps"},
+        {"nested delegations", "/apps/*\n/apps/x/*\n/apps/x/y;z"},
+        {"root delegation and root", "/*\n/\n/anything"},
+        {"root delegation and exact", "/*\n/shop\n/shopping"},
+        {"repeats", "/a,/b,/a,/b/*,/b/*\n/c\n/b/c"},
+        {"empty entry", "/shop,,/cart\n\n/shop"},
+        {"trailing comma", "/shop,\n/cart\n/cart"},
+        {"space", "/shop, /cart\n/x\n/shop"},
+        {"misplaced star", "/apps*,/a/*/b,/a/**,*\n/*\n/a"},
+        {"dot segments", "/a/../b,/./*\n/a\n/a/./b"},
+        {"80 bytes", "/1234567890123456789012345678901234567890123456789012345678901234567890123456789/*\n"
+                     "/1234567890123456789012345678901234567890123456789012345678901234567890123456789/*\n"
+                     "/1234567890123456789012345678901234567890123456789012345678901234567890123456789/z"},
+        {"81 bytes", "/123456789012345678901234567890123456789012345678901234567890123456789012345678ab\n/\n/"},
+        {"no path", "/a\n/b"},
+        {"odd first byte: one bucket", "/a,/b,/c,/d,/e,/f,/g,/h,/i,/j\n/k\n/a/b/c"},
+    };
+    char many[BEACON_ALLOW_MAX_ENTRIES * 8 + 16];
+    size_t i, off = 0;
+
+    for (i = 0; i < ARRAY_LEN(rows); i++) {
+        put_str("fuzz_allow", "allow", rows[i].name, rows[i].input);
+    }
+    /* one entry more than the bound, then the bound itself */
+    for (i = 0; i <= BEACON_ALLOW_MAX_ENTRIES; i++) {
+        off += (size_t)snprintf(many + off, sizeof many - off, "%s/c%zu",
+                                i ? "," : "", i);
+    }
+    put("fuzz_allow", "allow", "one entry too many", many, off);
+    put("fuzz_allow", "allow", "the bound", many, (size_t)(strrchr(many, ',') - many));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -510,5 +553,6 @@ int main(int argc, char **argv)
     gen_hosts();
     gen_services();
     gen_endpoints();
+    gen_allow();
     return 0;
 }
