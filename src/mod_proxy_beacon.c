@@ -154,7 +154,7 @@ static const char *balancer_clash(apr_pool_t *p, server_rec *s,
 
     for (i = 0; i < beacon_balancer_count(conf); i++) {
         const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
-        balancer_seen me = {beacon_balancer_identity(p, s, bc->name), bc->name,
+        balancer_seen me = {beacon_worker_balancer_identity(p, s, bc->name), bc->name,
                             bc->where};
 
         for (j = 0; j < seen->nelts; j++) {
@@ -239,7 +239,7 @@ static void warn_no_growth(apr_pool_t *p, server_rec *s,
     for (i = 0; i < beacon_balancer_count(conf); i++) {
         const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
 
-        if (beacon_balancer_configured_growth(p, s, bc->name) == 0) {
+        if (beacon_worker_balancer_growth(p, s, bc->name) == 0) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00083)
                          "ProxyBeaconBalancer: balancer://%s has no growth "
                          "slots, so no announced backend can join it; give it "

@@ -33,7 +33,7 @@ typedef struct {
     beacon_wire_state_t state;        /* draining: N, standby: H (1.2) */
 } beacon_member_attrs;
 
-/* What beacon_balancer_add says besides its result. */
+/* What an add says besides its result. */
 typedef struct {
     const char *why;        /* a failure: what httpd refused (from p) */
     const char *recycled;   /* RECYCLED: the url whose slot it took */
@@ -51,25 +51,9 @@ typedef struct {
     apr_time_t last_heard;  /* gone: when the mark was taken */
 } beacon_member;
 
-/* Whether this httpd lets beacon reuse growth slots (2.4.59 and later). */
-int beacon_balancer_can_recycle(void);
-
 /* Config-time check of the receiver's balancer; NULL or an error message. */
 const char *beacon_balancer_check(apr_pool_t *p, server_rec *s,
                                   const char *name);
-
-/*
- * What makes a configured balancer one balancer, at configuration time:
- * virtual hosts that inherit balancer://name share it (and get the same
- * value); one that defines its own gets another. NULL when undefined.
- */
-const void *beacon_balancer_identity(apr_pool_t *p, server_rec *s,
-                                     const char *name);
-
-/* The growth slots the configuration gives the balancer (ProxySet growth,
- * BalancerGrowth); -1 when it is not defined. At configuration time. */
-int beacon_balancer_configured_growth(apr_pool_t *p, server_rec *s,
-                                      const char *name);
 
 /* In post_config: the receiver's balancer and its registry of members;
  * registry_key names the receiver (virtual host, bind address). */
@@ -86,24 +70,38 @@ int beacon_balancer_restore(beacon_balancer *t, apr_pool_t *p, int *forgotten);
 /* Picks up members other processes added, as a request would. */
 void beacon_balancer_sync(beacon_balancer *t);
 
-/*
- * Adds url as a member, as balancer-manager does, under the balancer's
- * locks: in a free growth slot, else in the slot of the longest-silent
- * member beacon took out of rotation once it is safe to rename
- * (mod_proxy_beacon_recycle.c); or finds it there (adopted, or someone
- * else's). info says the rest, for the caller's log line.
- */
-beacon_add_result beacon_balancer_add(beacon_balancer *t, const char *url,
-                                      const beacon_member_attrs *attrs,
-                                      apr_pool_t *p, beacon_add_info *info);
+/* An accepted announcement, as the receiver's member table decided it. */
+typedef struct {
+    const char *url;
+    beacon_action_t action;           /* what the table asks of the member */
+    apr_int64_t ts;                   /* its replay mark */
+    const beacon_member_attrs *attrs; /* what it announces of itself */
+    int *hint;                        /* where its registry entry is
+                                       * (start with -1) */
+} beacon_announcement;
 
-/* An accepted announcement of member url: its last-heard time and replay
- * mark, kept for a restart or a new owner, and its route and load factor,
- * applied when they changed (under the balancer's locks, logged). *hint
- * caches where its entry is (start with -1). */
-void beacon_balancer_heard(beacon_balancer *t, const char *url, int *hint,
-                           apr_int64_t ts, apr_time_t now,
-                           const beacon_member_attrs *attrs);
+/* What came of it, for the receiver's log lines. */
+typedef struct {
+    beacon_add_result added;  /* BEACON_ACT_ADD */
+    beacon_add_info info;     /* BEACON_ACT_ADD */
+    apr_status_t changed;     /* ENABLE, DISABLE: APR_NOTFOUND when the
+                               * member is gone or not beacon's */
+} beacon_outcome;
+
+/*
+ * Does what an accepted announcement asks, under the balancer's locks:
+ *  - ADD: adds url as a member, as balancer-manager does: in a free growth
+ *    slot, else in the slot of the longest-silent member beacon took out
+ *    of rotation once it is safe to rename (mod_proxy_beacon_recycle.c);
+ *    or finds it there (adopted, or someone else's);
+ *  - ENABLE, DISABLE: beacon_balancer_set_disabled;
+ * and, whatever it asks, keeps the member's last-heard time and replay
+ * mark for a restart or a new owner, and applies its route, load factor
+ * and state when they differ from the member's (logged).
+ */
+void beacon_balancer_announced(beacon_balancer *t,
+                               const beacon_announcement *a, apr_time_t now,
+                               apr_pool_t *p, beacon_outcome *out);
 
 /* Once a second in the owner: beacon_restore_keep. */
 int beacon_balancer_keep(beacon_balancer *t, apr_time_t now, apr_pool_t *p);
@@ -111,7 +109,8 @@ int beacon_balancer_keep(beacon_balancer *t, apr_time_t now, apr_pool_t *p);
 /* In the parent, as the generation ends: beacon_restore_keep_at_stop. */
 void beacon_balancer_keep_at_stop(beacon_balancer *t);
 
-/* Sets or clears the member's Disabled flag, nothing else; APR_NOTFOUND
+/* Sets or clears the member's Disabled flag, nothing else of the admin's
+ * (out of rotation, it loses what an announced state set); APR_NOTFOUND
  * when the member is gone or not beacon's. */
 apr_status_t beacon_balancer_set_disabled(beacon_balancer *t, const char *url,
                                           int disabled);

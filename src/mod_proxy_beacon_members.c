@@ -13,11 +13,6 @@
 #define DIRTY_CHANGED 2   /* a record came, went or changed state */
 #define KEEP_EVERY apr_time_from_sec(1) /* admin settings, forgetting */
 
-static const char *bal_name(const beacon_receiver *r)
-{
-    return r->bal->name;
-}
-
 /* ------------------------------------------------------------------ */
 /* Logging                                                             */
 
@@ -81,7 +76,7 @@ static void report_drop(beacon_receiver *r, unsigned drop,
                              NULL);
     }
     else if (drop == BEACON_DROP_TABLE_FULL && r->bal) {
-        detail = apr_pstrcat(p, " ", ev->url, " (balancer://", bal_name(r), ")",
+        detail = apr_pstrcat(p, " ", ev->url, " (balancer://", r->bal->name, ")",
                              NULL);
     }
     else if (drop == BEACON_DROP_NOT_OURS || drop == BEACON_DROP_REPLAYED_TS ||
@@ -114,14 +109,14 @@ static void log_no_slot(beacon_receiver *r, const beacon_record_t *rec,
                      "balancer://%s: its growth is used up, and a member out "
                      "of rotation becomes safe to reuse then%s", rec->url,
                      apr_time_sec(ready_at - now + APR_USEC_PER_SEC - 1),
-                     bal_name(r), beacon_held_back(p, suppressed));
+                     r->bal->name, beacon_held_back(p, suppressed));
         return;
     }
     ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00037)
                  "cannot add backend %s to balancer://%s: no free growth "
                  "slot, and no member out of rotation whose slot could be "
                  "reused (raise growth= on the balancer); retrying in %"
-                 APR_TIME_T_FMT " s%s", rec->url, bal_name(r),
+                 APR_TIME_T_FMT " s%s", rec->url, r->bal->name,
                  apr_time_sec(rec->retry_at - now + APR_USEC_PER_SEC - 1),
                  beacon_held_back(p, suppressed));
 }
@@ -150,88 +145,88 @@ static void add_failed(beacon_receiver *r, beacon_record_t *rec,
                  APR_TIME_T_FMT " s%s", result == BEACON_ADD_NOT_CONFIRMED
                                             ? "balancer add not confirmed for"
                                             : "cannot add",
-                 ap_escape_logitem(p, rec->url), bal_name(r),
+                 ap_escape_logitem(p, rec->url), r->bal->name,
                  info->why ? ": " : "",
                  info->why ? ap_escape_logitem(p, info->why) : "",
                  apr_time_sec(rec->backoff), beacon_held_back(p, suppressed));
 }
 
-static void add_member(beacon_receiver *r, beacon_record_t *rec,
-                       const beacon_member_attrs *attrs, apr_time_t now,
+/* What came of an add, in the table and the log. */
+static void report_add(beacon_receiver *r, beacon_record_t *rec,
+                       const beacon_outcome *out, apr_time_t now,
                        apr_pool_t *p)
 {
-    beacon_add_info info;
-    beacon_add_result result =
-        beacon_balancer_add(r->target, rec->url, attrs, p, &info);
-
-    switch (result) {
+    switch (out->added) {
     case BEACON_ADD_DONE:
         beacon_table_added(rec);
         r->shared->events[BEACON_EV_ADDED]++;
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00030)
                      "added backend %s to balancer://%s", rec->url,
-                     bal_name(r));
+                     r->bal->name);
         break;
     case BEACON_ADD_RECYCLED:
         beacon_table_added(rec);
         /* the old url's next announcement adds it anew */
-        beacon_table_unlisted(r->table, info.recycled);
+        beacon_table_unlisted(r->table, out->info.recycled);
         r->shared->events[BEACON_EV_ADDED]++;
         r->shared->events[BEACON_EV_RECYCLED]++;
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00038)
                      "recycled slot of %s for %s in balancer://%s",
-                     info.recycled, rec->url, bal_name(r));
+                     out->info.recycled, rec->url, r->bal->name);
         break;
     case BEACON_ADD_ADOPTED:
         beacon_table_added(rec);
         r->shared->events[BEACON_EV_READOPTED]++;
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00031)
                      "re-adopted backend %s in balancer://%s", rec->url,
-                     bal_name(r));
+                     r->bal->name);
         break;
     case BEACON_ADD_NOT_OURS:
         beacon_table_not_managed(rec);
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, r->s, BCNLOGNO(00032)
                      "member not managed by beacon: %s is configured in "
-                     "balancer://%s; left alone", rec->url, bal_name(r));
+                     "balancer://%s; left alone", rec->url, r->bal->name);
         break;
     default:
-        add_failed(r, rec, result, &info, now, p);
+        add_failed(r, rec, out->added, &out->info, now, p);
         break;
     }
 }
 
-static void set_disabled(beacon_receiver *r, const char *url, int disabled,
-                         const char *what, beacon_event_kind event)
+/* What came of taking a member out of rotation or back. */
+static void report_change(beacon_receiver *r, const char *url,
+                          apr_status_t rv, int disabled, const char *what,
+                          beacon_event_kind event)
 {
-    apr_status_t rv = beacon_balancer_set_disabled(r->target, url, disabled);
-
     r->shared->events[event]++;
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, r->s, BCNLOGNO(00034)
                      "cannot change backend %s in balancer://%s: it is gone "
-                     "or not beacon's", url, bal_name(r));
+                     "or not beacon's", url, r->bal->name);
         return;
     }
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00035)
                  "%s backend %s%s%s", what, url,
-                 disabled ? " from balancer://" : " in balancer://", bal_name(r));
+                 disabled ? " from balancer://" : " in balancer://", r->bal->name);
 }
 
-static void act(beacon_receiver *r, const beacon_event_t *ev,
-                const beacon_member_attrs *attrs, apr_time_t now, apr_pool_t *p)
+static void report_outcome(beacon_receiver *r, const beacon_event_t *ev,
+                           const beacon_outcome *out, apr_time_t now,
+                           apr_pool_t *p)
 {
     switch (ev->action) {
     case BEACON_ACT_ADD:
-        add_member(r, ev->rec, attrs, now, p);
+        report_add(r, ev->rec, out, now, p);
         break;
     case BEACON_ACT_ENABLE:
-        set_disabled(r, ev->url, 0, "re-enabled", BEACON_EV_REENABLED);
+        report_change(r, ev->url, out->changed, 0, "re-enabled",
+                      BEACON_EV_REENABLED);
         break;
     case BEACON_ACT_DISABLE:
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00036)
                      "backend leaving %s", ev->url);
-        set_disabled(r, ev->url, 1, "disabled", BEACON_EV_LEAVING);
+        report_change(r, ev->url, out->changed, 1, "disabled",
+                      BEACON_EV_LEAVING);
         break;
     case BEACON_ACT_WAIT:
         ap_log_error(APLOG_MARK, APLOG_TRACE1, 0, r->s,
@@ -322,7 +317,9 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
 {
     beacon_receiver *l = ctx, *r = l;
     apr_time_t now = apr_time_now();
+    beacon_announcement announcement;
     beacon_member_attrs attrs;
+    beacon_outcome out;
     beacon_event_t ev;
     beacon_reason_t reason;
 
@@ -353,10 +350,13 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
         return;
     }
     attrs_of(&ev.dg, &attrs);
-    act(r, &ev, &attrs, now, scratch);
-    beacon_balancer_heard(r->target, ev.url,
-                          &r->entry_hint[ev.rec - r->table->rec], ev.dg.ts,
-                          now, &attrs);
+    announcement.url = ev.url;
+    announcement.action = ev.action;
+    announcement.ts = ev.dg.ts;
+    announcement.attrs = &attrs;
+    announcement.hint = &r->entry_hint[ev.rec - r->table->rec];
+    beacon_balancer_announced(r->target, &announcement, now, scratch, &out);
+    report_outcome(r, &ev, &out, now, scratch);
 }
 
 /* ------------------------------------------------------------------ */
@@ -370,7 +370,9 @@ static void expire(beacon_receiver *r, apr_time_t now)
     while ((rec = beacon_table_next_lapsed(r->table, now, &cursor)) != NULL) {
         r->dirty = DIRTY_CHANGED;
         if (r->target) {
-            set_disabled(r, rec->url, 1, "evicted", BEACON_EV_EVICTED);
+            report_change(r, rec->url,
+                          beacon_balancer_set_disabled(r->target, rec->url, 1),
+                          1, "evicted", BEACON_EV_EVICTED);
         }
     }
     released = beacon_table_release(r->table, now);
@@ -463,7 +465,7 @@ static void adopt_members(beacon_receiver *r, apr_time_t now, apr_pool_t *p)
     if (adopted > 0) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00060)
                      "took over %d existing member(s) of balancer://%s",
-                     adopted, bal_name(r));
+                     adopted, r->bal->name);
     }
 }
 

@@ -14,6 +14,7 @@
 #include "mod_proxy_beacon_view.h"
 
 #include <apr_strings.h>
+#include <http_protocol.h>
 
 /* What one scrape shows, gathered once. */
 typedef struct {

@@ -11,6 +11,8 @@
 
 #include "mod_proxy_beacon_params.h"
 
+#include <mod_proxy.h>
+
 #include <apr_optional.h>
 #include <apr_strings.h>
 

@@ -11,7 +11,7 @@
 
 #include "mod_proxy_beacon_util.h"
 
-#include <mod_proxy.h>
+struct proxy_worker; /* httpd's (mod_proxy.h), given params */
 
 typedef struct beacon_member_params beacon_member_params;
 
@@ -32,6 +32,7 @@ const char *beacon_params_check(apr_pool_t *p, server_rec *s,
 /* Gives params to a worker being defined, before it is shared (params may
  * be NULL: nothing). s is the receiver's server (health-check templates). */
 void beacon_params_apply(apr_pool_t *p, server_rec *s,
-                         const beacon_member_params *params, proxy_worker *w);
+                         const beacon_member_params *params,
+                         struct proxy_worker *w);
 
 #endif /* MOD_PROXY_BEACON_PARAMS_H */

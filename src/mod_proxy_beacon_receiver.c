@@ -260,7 +260,7 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
         }
     }
     keep_sockets(process_pool, main_s);
-    if (receiver_count && !beacon_balancer_can_recycle()) {
+    if (receiver_count && !beacon_worker_addresses_expire()) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, main_s, BCNLOGNO(00092)
                      "this httpd is older than 2.4.59 and keeps backend "
                      "addresses for ever: growth slots are not recycled, "

@@ -18,11 +18,11 @@
  * slot gets params (ProxyBeaconMemberParams) as a new member does.
  *
  * Under the balancer's locks: renames the best recyclable slot to url
- * (the write-ahead entry first) and returns its worker, still disabled;
+ * (the write-ahead entry first) and returns it, still disabled;
  * NULL when none is eligible now, with *ready_at set when one may be
  * later. *recycled (from p) names the url that had the slot.
  */
-proxy_worker *beacon_recycle_take(const beacon_workers *ws,
+beacon_slot *beacon_recycle_take(const beacon_workers *ws,
                                   const beacon_registry *reg,
                                   const beacon_member_params *params,
                                   const char *url, apr_pool_t *p,
@@ -33,12 +33,12 @@ proxy_worker *beacon_recycle_take(const beacon_workers *ws,
 void beacon_recycle_finish(const beacon_workers *ws, const beacon_registry *reg,
                            const beacon_member_params *params, apr_pool_t *p);
 
-/* In post_config (no child yet): finishes entry e's rename in slot shm,
- * or just the entry when shm is NULL. */
+/* In post_config (no child yet): finishes entry e's rename in its slot,
+ * or just the entry when slot is NULL. */
 void beacon_recycle_finish_entry(const beacon_workers *ws,
                                  const beacon_registry *reg,
                                  const beacon_member_params *params,
-                                 beacon_entry *e, proxy_worker_shared *shm,
+                                 beacon_entry *e, beacon_slot *slot,
                                  apr_pool_t *p);
 
 /* How many slots could be recycled now. */

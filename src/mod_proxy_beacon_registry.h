@@ -19,7 +19,12 @@
 
 #include "mod_proxy_beacon_util.h"
 
-#include <mod_proxy.h>
+/* The registry is a persisted layout: the sizes of its copies of httpd's
+ * fields are fixed here (mod_proxy_beacon_worker.c checks them against
+ * httpd's), so that no httpd header changes it. */
+#define BEACON_SLOT_ROUTE_SIZE 64     /* a member's route, redirect, hcuri */
+#define BEACON_SLOT_SCHEME_SIZE 16    /* its hcexpr */
+#define BEACON_BALANCER_NAME_SIZE 96  /* "balancer://name" */
 
 #define BEACON_REGISTRY_SIZE BEACON_TABLE_CAPACITY /* entries */
 
@@ -30,14 +35,14 @@ typedef struct {
     unsigned int flags;        /* the admin's status flags (ADMIN_FLAGS) */
     int lbfactor;
     int lbset;
-    hcmethod_t method;
+    apr_int32_t method;        /* httpd's hcmethod_t */
     apr_interval_time_t interval;
     int passes;
     int fails;
-    char route[PROXY_WORKER_MAX_ROUTE_SIZE];
-    char redirect[PROXY_WORKER_MAX_ROUTE_SIZE];
-    char hcuri[PROXY_WORKER_MAX_ROUTE_SIZE];
-    char hcexpr[PROXY_WORKER_MAX_SCHEME_SIZE];
+    char route[BEACON_SLOT_ROUTE_SIZE];
+    char redirect[BEACON_SLOT_ROUTE_SIZE];
+    char hcuri[BEACON_SLOT_ROUTE_SIZE];
+    char hcexpr[BEACON_SLOT_SCHEME_SIZE];
 } beacon_admin_settings;
 
 typedef enum {
@@ -64,8 +69,8 @@ typedef struct {
     beacon_admin_settings admin;
     apr_uint32_t announced_flags; /* N or H that an announced state set */
     apr_time_t route_refused_at; /* last "route already used" line */
-    char unused[PROXY_WORKER_MAX_ROUTE_SIZE]; /* version 3's announced route */
-    char balancer[PROXY_BALANCER_MAX_NAME_SIZE];
+    char unused[BEACON_SLOT_ROUTE_SIZE]; /* version 3's announced route */
+    char balancer[BEACON_BALANCER_NAME_SIZE];
     char url[BEACON_URL_MAX];
     char next_url[BEACON_URL_MAX];
 } beacon_entry;

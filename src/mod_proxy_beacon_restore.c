@@ -5,62 +5,6 @@
 #include "mod_proxy_beacon_restore.h"
 
 #include <apr_strings.h>
-#include <ap_slotmem.h>
-
-/*
- * The settings balancer-manager lets an admin type, field by field: one
- * list, so that taking, comparing and giving back cannot disagree.
- */
-#define ADMIN_NUMBERS(X) X(lbfactor) X(lbset) X(method) X(interval) X(passes) X(fails)
-#define ADMIN_STRINGS(X) X(route) X(redirect) X(hcuri) X(hcexpr)
-
-static int same_admin(const beacon_admin_settings *x,
-                      const beacon_admin_settings *y)
-{
-#define SAME_NUMBER(f) &&x->f == y->f
-#define SAME_STRING(f) &&strcmp(x->f, y->f) == 0
-    return x->saved == y->saved && x->flags == y->flags
-        ADMIN_NUMBERS(SAME_NUMBER) ADMIN_STRINGS(SAME_STRING);
-#undef SAME_NUMBER
-#undef SAME_STRING
-}
-
-/* Takes the settings balancer-manager can change; whether they changed. */
-static int save_admin(beacon_admin_settings *kept, const proxy_worker_shared *shm)
-{
-    beacon_admin_settings now;
-
-    memset(&now, 0, sizeof(now));
-    now.saved = 1;
-    now.flags = shm->status & BEACON_ADMIN_FLAGS;
-#define TAKE_NUMBER(f) now.f = shm->f;
-    /* a string cut while balancer-manager wrote it stays terminated */
-#define TAKE_STRING(f) apr_cpystrn(now.f, shm->f, sizeof(now.f));
-    ADMIN_NUMBERS(TAKE_NUMBER)
-    ADMIN_STRINGS(TAKE_STRING)
-#undef TAKE_NUMBER
-#undef TAKE_STRING
-    if (same_admin(kept, &now)) {
-        return 0;
-    }
-    *kept = now;
-    return 1;
-}
-
-static void restore_admin(proxy_worker_shared *shm, const beacon_admin_settings *a)
-{
-    if (!a->saved) {
-        return;
-    }
-    shm->status = (shm->status & ~(unsigned int)BEACON_ADMIN_FLAGS) |
-                  (a->flags & BEACON_ADMIN_FLAGS);
-#define GIVE_NUMBER(f) shm->f = a->f;
-#define GIVE_STRING(f) memcpy(shm->f, a->f, sizeof(shm->f));
-    ADMIN_NUMBERS(GIVE_NUMBER)
-    ADMIN_STRINGS(GIVE_STRING)
-#undef GIVE_NUMBER
-#undef GIVE_STRING
-}
 
 /* Silent past ProxyBeaconForget, by wall clock: the proxy's own downtime
  * counts here (a backend gone for an hour is gone), not for the lease. */
@@ -86,6 +30,12 @@ static int is_stale_mark(const beacon_member_policy *policy,
            now - e->last_heard > policy->replay_span;
 }
 
+/* Whether e belongs to ws's balancer. */
+static int in_balancer(const beacon_workers *ws, const beacon_entry *e)
+{
+    return strcmp(e->balancer, beacon_worker_balancer_name(ws)) == 0;
+}
+
 /* The admin's flags as balancer-manager's letters, for a log line. */
 static const char *admin_letters(apr_pool_t *p, unsigned int flags)
 {
@@ -93,9 +43,9 @@ static const char *admin_letters(apr_pool_t *p, unsigned int flags)
         unsigned int flag;
         const char *letter;
     } letters[] = {
-        {PROXY_WORKER_STOPPED, "S"},     {PROXY_WORKER_DRAIN, "N"},
-        {PROXY_WORKER_HOT_STANDBY, "H"}, {PROXY_WORKER_HOT_SPARE, "R"},
-        {PROXY_WORKER_IGNORE_ERRORS, "I"},
+        {BEACON_W_STOPPED, "S"},     {BEACON_W_DRAIN, "N"},
+        {BEACON_W_HOT_STANDBY, "H"}, {BEACON_W_HOT_SPARE, "R"},
+        {BEACON_W_IGNORE_ERRORS, "I"},
     };
     char *text = apr_pcalloc(p, 8), *c = text;
     unsigned i;
@@ -112,14 +62,13 @@ static const char *admin_letters(apr_pool_t *p, unsigned int flags)
  * start with *i = 0; NULL when there are no more. */
 static beacon_entry *next_member(const beacon_workers *ws,
                                  const beacon_registry *reg, unsigned *i,
-                                 proxy_worker_shared **shm)
+                                 beacon_slot **slot)
 {
     while (*i < BEACON_REGISTRY_SIZE) {
         beacon_entry *e = beacon_registry_entry(reg, (*i)++);
 
-        if (e && strcmp(e->balancer, ws->b->s->name) == 0 &&
-            e->state == BEACON_ENTRY_MEMBER &&
-            (*shm = beacon_worker_slot(ws, e)) != NULL) {
+        if (e && in_balancer(ws, e) && e->state == BEACON_ENTRY_MEMBER &&
+            (*slot = beacon_worker_slot(ws, e)) != NULL) {
             return e;
         }
     }
@@ -130,33 +79,34 @@ int beacon_restore_keep(const beacon_workers *ws, const beacon_registry *reg,
                         const beacon_member_policy *policy, apr_time_t now,
                         apr_pool_t *p)
 {
-    proxy_worker_shared *shm;
+    server_rec *s = beacon_worker_server(ws);
+    const char *name = beacon_worker_balancer_name(ws);
+    beacon_slot *slot;
     int forgotten = 0;
     unsigned i = 0;
     beacon_entry *e;
 
-    while ((e = next_member(ws, reg, &i, &shm)) != NULL) {
-        if (save_admin(&e->admin, shm)) {
-            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, ws->s, BCNLOGNO(00091)
+    while ((e = next_member(ws, reg, &i, &slot)) != NULL) {
+        if (beacon_worker_take_admin(&e->admin, slot)) {
+            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, BCNLOGNO(00091)
                          "kept the settings of %s in %s for restarts: "
                          "flags '%s', lbfactor %d, lbset %d, route '%s'",
-                         e->url, ws->b->s->name, admin_letters(p, e->admin.flags),
+                         e->url, name, admin_letters(p, e->admin.flags),
                          e->admin.lbfactor, e->admin.lbset,
                          ap_escape_logitem(p, e->admin.route));
         }
         if (!e->forgotten && is_forgettable(policy, e, now)) {
             e->forgotten = 1;
             forgotten++;
-            ap_log_error(APLOG_MARK, APLOG_INFO, 0, ws->s, BCNLOGNO(00089)
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, BCNLOGNO(00089)
                          "forgot backend %s of %s: silent for %" APR_TIME_T_FMT
                          " s; its slot is free to recycle, and a restart "
-                         "does not restore it", e->url, ws->b->s->name,
+                         "does not restore it", e->url, name,
                          apr_time_sec(now - e->last_heard));
         }
     }
     for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        if ((e = beacon_registry_entry(reg, i)) != NULL &&
-            strcmp(e->balancer, ws->b->s->name) == 0 &&
+        if ((e = beacon_registry_entry(reg, i)) != NULL && in_balancer(ws, e) &&
             is_stale_mark(policy, e, now)) {
             beacon_registry_forget(e);
         }
@@ -167,12 +117,12 @@ int beacon_restore_keep(const beacon_workers *ws, const beacon_registry *reg,
 void beacon_restore_keep_at_stop(const beacon_workers *ws,
                                  const beacon_registry *reg)
 {
-    proxy_worker_shared *shm;
+    beacon_slot *slot;
     unsigned i = 0;
     beacon_entry *e;
 
-    while ((e = next_member(ws, reg, &i, &shm)) != NULL) {
-        save_admin(&e->admin, shm);
+    while ((e = next_member(ws, reg, &i, &slot)) != NULL) {
+        beacon_worker_take_admin(&e->admin, slot);
     }
 }
 
@@ -186,48 +136,11 @@ static int is_canonical(const char *url)
            strcmp(canonical, url) == 0;
 }
 
-/* Drops the slot BalancerPersist brought back for e, if any: no child
- * exists yet, so unlisting it from the parent's list removes it. */
-static void drop_kept_slot(const beacon_workers *ws, const beacon_entry *e)
-{
-    proxy_worker_shared *shm = beacon_worker_slot(ws, e);
-    proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
-    int i;
-
-    if (shm == NULL) {
-        return;
-    }
-    for (i = 0; i < ws->b->workers->nelts; i++) {
-        if (w[i]->s == shm) {
-            beacon_worker_unlist(ws->b, w[i]);
-            break;
-        }
-    }
-    shm->hash.def = shm->hash.fnv = 0;
-    ws->b->storage->release(ws->b->wslot, (unsigned)e->slot);
-}
-
-/* A member the configuration names (a worker of that name that is not
- * beacon's slot): the admin's. */
-static int is_configured(const beacon_workers *ws, const char *url,
-                         const proxy_worker_shared *kept)
-{
-    proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
-    int i;
-
-    for (i = 0; i < ws->b->workers->nelts; i++) {
-        if (w[i]->s != kept && beacon_worker_names(w[i]->s->name_ex, url)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* Whether e was restorable by today's rules; NULL (and why) if not. */
 static const char *unsound_entry(const beacon_workers *ws,
                                  const beacon_entry *e)
 {
-    if (strcmp(e->balancer, ws->b->s->name) != 0) {
+    if (!in_balancer(ws, e)) {
         return "another balancer's";
     }
     if (!is_canonical(e->url) ||
@@ -243,13 +156,13 @@ static const char *unsound_entry(const beacon_workers *ws,
 
 /* The slot e's member gets in this generation: BalancerPersist's, or a
  * new one; NULL (logged) when none can be had. */
-static proxy_worker_shared *slot_for(beacon_workers *ws,
-                                     const beacon_member_params *params,
-                                     beacon_entry *e, apr_pool_t *p)
+static beacon_slot *slot_for(beacon_workers *ws,
+                             const beacon_member_params *params,
+                             beacon_entry *e, apr_pool_t *p)
 {
-    proxy_worker_shared *kept = beacon_worker_slot(ws, e);
+    beacon_slot *kept = beacon_worker_slot(ws, e);
     const char *why = NULL;
-    proxy_worker *w;
+    beacon_worker *w;
     int no_slot;
 
     if (kept) {
@@ -257,12 +170,13 @@ static proxy_worker_shared *slot_for(beacon_workers *ws,
     }
     if ((w = beacon_worker_share_new(ws, params, e->url, p, &no_slot,
                                      &why)) != NULL) {
-        beacon_worker_list(ws->b, w, ws->conf->pool);
-        return w->s;
+        beacon_worker_list(ws, w);
+        return beacon_worker_slot_of(w);
     }
-    ap_log_error(APLOG_MARK, APLOG_ERR, 0, ws->s, BCNLOGNO(00009)
-                 "cannot restore %s in %s: %s; it joins again with its next "
-                 "announcement", e->url, ws->b->s->name,
+    ap_log_error(APLOG_MARK, APLOG_ERR, 0, beacon_worker_server(ws),
+                 BCNLOGNO(00009) "cannot restore %s in %s: %s; it joins "
+                 "again with its next announcement", e->url,
+                 beacon_worker_balancer_name(ws),
                  no_slot ? "no free growth slot" : why);
     return NULL;
 }
@@ -272,29 +186,25 @@ static int restore_member(beacon_workers *ws,
                           const beacon_member_params *params, beacon_entry *e,
                           apr_pool_t *p)
 {
-    proxy_worker_shared *shm;
+    beacon_slot *slot;
 
-    if (is_configured(ws, e->url, beacon_worker_slot(ws, e))) {
-        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ws->s, BCNLOGNO(00008)
-                     "%s is now configured in %s; beacon no longer "
-                     "manages it", e->url, ws->b->s->name);
-        drop_kept_slot(ws, e);
+    if (beacon_worker_configured(ws, e->url, beacon_worker_slot(ws, e))) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, beacon_worker_server(ws),
+                     BCNLOGNO(00008) "%s is now configured in %s; beacon no "
+                     "longer manages it", e->url, beacon_worker_balancer_name(ws));
+        beacon_worker_drop_slot(ws, e);
         beacon_registry_forget(e);
         return 0;
     }
-    if ((shm = slot_for(ws, params, e, p)) == NULL) {
+    if ((slot = slot_for(ws, params, e, p)) == NULL) {
         beacon_registry_forget(e);
         return 0;
     }
-    beacon_worker_note_slot(e, shm);
+    beacon_worker_note_slot(e, slot);
+    beacon_worker_give_admin(slot, &e->admin);
     /* in rotation or not as when httpd stopped: the downtime is no lease
      * that lapsed, the new owner gives it a fresh one */
-    restore_admin(shm, &e->admin);
-    /* its next announcement puts it back; no child exists: plain writes */
-    shm->status = e->out ? shm->status | PROXY_WORKER_DISABLED
-                         : shm->status & ~(unsigned int)PROXY_WORKER_DISABLED;
-    /* an address expiry of the last epoch would hold recycling back */
-    shm->address_expiry = 0;
+    beacon_worker_restart_slot(slot, e->out != 0);
     return 1;
 }
 
@@ -314,10 +224,11 @@ int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
             continue;
         }
         if (unsound_entry(ws, e) != NULL) {
-            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, ws->s, BCNLOGNO(00090)
-                         "registry entry %u of %s skipped: %s", i,
-                         ws->b->s->name, unsound_entry(ws, e));
-            drop_kept_slot(ws, e);
+            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, beacon_worker_server(ws),
+                         BCNLOGNO(00090) "registry entry %u of %s skipped: %s",
+                         i, beacon_worker_balancer_name(ws),
+                         unsound_entry(ws, e));
+            beacon_worker_drop_slot(ws, e);
             beacon_registry_forget(e);
             skipped++;
             continue;
@@ -332,7 +243,7 @@ int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
             }
         }
         else if (e->forgotten || silent_past_forget(policy, e, now)) {
-            drop_kept_slot(ws, e);
+            beacon_worker_drop_slot(ws, e);
             beacon_registry_forget(e);
             (*forgotten)++;
         }
@@ -341,12 +252,13 @@ int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
         }
     }
     if (skipped > 0) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ws->s, BCNLOGNO(00084)
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, beacon_worker_server(ws),
+                     BCNLOGNO(00084)
                      "skipped %u entr%s of the member registry of %s that "
                      "this release cannot read (an older layout, or "
                      "damaged); those members join again with their next "
                      "announcement", skipped, skipped == 1 ? "y" : "ies",
-                     ws->b->s->name);
+                     beacon_worker_balancer_name(ws));
     }
     return restored;
 }

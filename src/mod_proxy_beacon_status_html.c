@@ -14,6 +14,7 @@
 
 #include <apr_strings.h>
 #include <httpd.h>
+#include <http_protocol.h>
 #include <util_time.h>
 
 #include <stdlib.h>

@@ -14,6 +14,8 @@
 
 #include "mod_proxy_beacon_worker.h"
 
+#include <mod_proxy.h>
+
 #include <apr_atomic.h>
 #include <apr_strings.h>
 #include <ap_slotmem.h>
@@ -42,6 +44,37 @@
 #define CONNECT_TIMEOUT apr_time_from_sec(3)
 #define ACQUIRE_TIMEOUT apr_time_from_sec(1)
 #define IDLE_TTL apr_time_from_sec(5)
+/* httpd's Timeout when a worker has none of its own */
+#define HTTPD_TIMEOUT apr_time_from_sec(60)
+
+/* beacon's names for httpd's flags and sizes are httpd's values */
+_Static_assert(BEACON_W_IGNORE_ERRORS == PROXY_WORKER_IGNORE_ERRORS &&
+               BEACON_W_DRAIN == PROXY_WORKER_DRAIN &&
+               BEACON_W_DISABLED == PROXY_WORKER_DISABLED &&
+               BEACON_W_STOPPED == PROXY_WORKER_STOPPED &&
+               BEACON_W_IN_ERROR == PROXY_WORKER_IN_ERROR &&
+               BEACON_W_HOT_STANDBY == PROXY_WORKER_HOT_STANDBY &&
+               BEACON_W_HC_FAIL == PROXY_WORKER_HC_FAIL &&
+               BEACON_W_HOT_SPARE == PROXY_WORKER_HOT_SPARE,
+               "beacon's flag names differ from httpd's flags");
+_Static_assert(BEACON_SLOT_ROUTE_SIZE == PROXY_WORKER_MAX_ROUTE_SIZE &&
+               BEACON_SLOT_SCHEME_SIZE == PROXY_WORKER_MAX_SCHEME_SIZE &&
+               BEACON_BALANCER_NAME_SIZE == PROXY_BALANCER_MAX_NAME_SIZE &&
+               sizeof(apr_int32_t) == sizeof(hcmethod_t),
+               "the registry's copies of httpd's fields differ in size");
+
+struct beacon_workers {
+    server_rec *s;
+    proxy_server_conf *conf;
+    proxy_balancer *b;
+};
+
+/* A slot is httpd's shared worker record; the handle is only its name. */
+#define shm_of(slot) ((proxy_worker_shared *)(void *)(slot))
+#define slot_name(shm) ((beacon_slot *)(void *)(shm))
+
+/* ------------------------------------------------------------------ */
+/* The balancer                                                        */
 
 int beacon_worker_linked(void)
 {
@@ -61,93 +94,83 @@ static proxy_server_conf *proxy_conf(server_rec *s)
     return ap_get_module_config(s->module_config, &proxy_module);
 }
 
-proxy_balancer *beacon_worker_balancer(apr_pool_t *p, server_rec *s,
-                                       const char *name)
+static proxy_balancer *balancer_of(apr_pool_t *p, server_rec *s,
+                                   const char *name)
 {
     return ap_proxy_get_balancer(p, proxy_conf(s),
                                  apr_pstrcat(p, BALANCER_PREFIX, name, NULL), 0);
 }
 
-int beacon_worker_open(beacon_workers *ws, apr_pool_t *pconf, server_rec *s,
-                       const char *name)
+int beacon_worker_balancer_defined(apr_pool_t *p, server_rec *s,
+                                   const char *name)
 {
+    return balancer_of(p, s, name) != NULL;
+}
+
+const void *beacon_worker_balancer_identity(apr_pool_t *p, server_rec *s,
+                                            const char *name)
+{
+    proxy_balancer *b = balancer_of(p, s, name);
+
+    /* a virtual host's copy of an inherited balancer shares its state */
+    return b ? (const void *)b->s : NULL;
+}
+
+int beacon_worker_balancer_growth(apr_pool_t *p, server_rec *s,
+                                  const char *name)
+{
+    proxy_balancer *b = balancer_of(p, s, name);
+
+    return b ? b->growth : -1;
+}
+
+beacon_workers *beacon_worker_open(apr_pool_t *pconf, server_rec *s,
+                                   const char *name)
+{
+    beacon_workers *ws = apr_pcalloc(pconf, sizeof(*ws));
+
     ws->s = s;
     ws->conf = proxy_conf(s);
-    ws->b = beacon_worker_balancer(pconf, s, name);
-    return ws->b != NULL && ws->b->s != NULL && ws->b->wslot != NULL;
-}
-
-static void member_settings(proxy_worker *w)
-{
-    proxy_worker_shared *s = w->s;
-
-    if (!s->conn_timeout_set) {
-        s->conn_timeout = CONNECT_TIMEOUT;
-        s->conn_timeout_set = 1;
-    }
-    if (!s->acquire_set) {
-        s->acquire = ACQUIRE_TIMEOUT;
-        s->acquire_set = 1;
-    }
-    /* connections to an old address do not pile up in the pools */
-    s->ttl = IDLE_TTL;
-    s->smax = 0;
-    if (beacon_worker_addresses_expire()) {
-        s->address_ttl = ADDRESS_TTL;
-        s->address_ttl_set = 1;
-    }
-}
-
-/*
- * Whether a worker's name is the member canonical url names. The admin
- * may spell a BalancerMember otherwise ("http://h:80/", "http://[0:0::1]:8")
- * and it is still the same member: names are compared in canonical form.
- * A name with a path or a socket is no origin and never matches.
- */
-int beacon_worker_names(const char *name, const char *url)
-{
-    char canonical[BEACON_URL_MAX];
-
-    return strcmp(name, url) == 0 ||
-           (beacon_url_canonicalize(name, strlen(name), canonical,
-                                    sizeof(canonical)) == NULL &&
-            strcmp(canonical, url) == 0);
-}
-
-proxy_worker *beacon_worker_find(const beacon_workers *ws, const char *url)
-{
-    proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
-    int i;
-
-    for (i = 0; i < ws->b->workers->nelts; i++) {
-        if (beacon_worker_names(w[i]->s->name_ex, url)) {
-            return w[i];
-        }
-    }
-    return NULL;
-}
-
-static proxy_worker_shared *slot_shm(const proxy_balancer *b, int i)
-{
-    proxy_worker_shared *shm = NULL;
-
-    if (i < 0 || i >= b->max_workers ||
-        b->storage->dptr(b->wslot, (unsigned)i, (void **)&shm) != APR_SUCCESS) {
+    ws->b = balancer_of(pconf, s, name);
+    if (ws->b == NULL || ws->b->s == NULL || ws->b->wslot == NULL) {
         return NULL;
     }
-    return shm;
+    return ws;
 }
 
-proxy_worker_shared *beacon_worker_slot(const beacon_workers *ws,
-                                        const beacon_entry *e)
+const char *beacon_worker_balancer_name(const beacon_workers *ws)
 {
-    proxy_worker_shared *shm = slot_shm(ws->b, e->slot);
-
-    return shm && shm->hash.def == e->hash_def && shm->hash.fnv == e->hash_fnv &&
-                   (shm->hash.def || shm->hash.fnv)
-               ? shm
-               : NULL;
+    return ws->b->s->name;
 }
+
+server_rec *beacon_worker_server(const beacon_workers *ws)
+{
+    return ws->s;
+}
+
+void beacon_worker_growth(const beacon_workers *ws, int *used, int *free_slots)
+{
+    *free_slots = (int)ws->b->storage->num_free_slots(ws->b->wslot);
+    *used = ws->b->growth - *free_slots;
+}
+
+void beacon_worker_failover(const beacon_workers *ws, int *max_attempts,
+                            int *in_effect)
+{
+    *max_attempts = ws->b->s->max_attempts;
+    *in_effect = ws->b->s->max_attempts_set;
+}
+
+void beacon_worker_set_failover(beacon_workers *ws, int max_attempts)
+{
+    if (max_attempts >= 0) {
+        ws->b->s->max_attempts = max_attempts;
+    }
+    ws->b->s->max_attempts_set = 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Locks and this child's member list                                  */
 
 /*
  * The balancer's locks, checked as balancer-manager checks them: a lock
@@ -175,7 +198,18 @@ void beacon_worker_thread_unlock(beacon_workers *ws)
     lock_said(ws, PROXY_THREAD_UNLOCK(ws->b), "release", "thread");
 }
 
-apr_status_t beacon_worker_lock(beacon_workers *ws)
+void beacon_worker_unlock(beacon_workers *ws)
+{
+    lock_said(ws, PROXY_GLOBAL_UNLOCK(ws->b), "release", "global");
+    beacon_worker_thread_unlock(ws);
+}
+
+static void sync_members(beacon_workers *ws)
+{
+    ap_proxy_sync_balancer(ws->b, ws->s, ws->conf);
+}
+
+apr_status_t beacon_worker_hold(beacon_workers *ws)
 {
     apr_status_t rv = beacon_worker_thread_lock(ws);
 
@@ -184,42 +218,406 @@ apr_status_t beacon_worker_lock(beacon_workers *ws)
             != APR_SUCCESS) {
         beacon_worker_thread_unlock(ws);
     }
-    return rv;
-}
-
-void beacon_worker_unlock(beacon_workers *ws)
-{
-    lock_said(ws, PROXY_GLOBAL_UNLOCK(ws->b), "release", "global");
-    beacon_worker_thread_unlock(ws);
-}
-
-void beacon_worker_sync(beacon_workers *ws)
-{
-    ap_proxy_sync_balancer(ws->b, ws->s, ws->conf);
-}
-
-void beacon_worker_pick_up(beacon_workers *ws)
-{
-    if (ws->b->s->wupdated > ws->b->wupdated &&
-        beacon_worker_thread_lock(ws) == APR_SUCCESS) {
-        beacon_worker_sync(ws);
-        beacon_worker_thread_unlock(ws);
+    if (rv == APR_SUCCESS) {
+        sync_members(ws);
     }
+    return rv;
 }
 
 /*
  * This child's member list, current and held still: request threads of
  * this child add to it when they sync, so it is walked under the thread
- * lock (as httpd's pre_request syncs under it). beacon_worker_thread_unlock() after.
+ * lock (as httpd's pre_request syncs under it).
  */
 apr_status_t beacon_worker_lock_members(beacon_workers *ws)
 {
     apr_status_t rv = beacon_worker_thread_lock(ws);
 
     if (rv == APR_SUCCESS) {
-        beacon_worker_sync(ws);
+        sync_members(ws);
     }
     return rv;
+}
+
+void beacon_worker_pick_up(beacon_workers *ws)
+{
+    if (ws->b->s->wupdated > ws->b->wupdated &&
+        beacon_worker_thread_lock(ws) == APR_SUCCESS) {
+        sync_members(ws);
+        beacon_worker_thread_unlock(ws);
+    }
+}
+
+/*
+ * Whether a worker's name is the member canonical url names. The admin
+ * may spell a BalancerMember otherwise ("http://h:80/", "http://[0:0::1]:8")
+ * and it is still the same member: names are compared in canonical form.
+ * A name with a path or a socket is no origin and never matches.
+ */
+int beacon_worker_names(const char *name, const char *url)
+{
+    char canonical[BEACON_URL_MAX];
+
+    return strcmp(name, url) == 0 ||
+           (beacon_url_canonicalize(name, strlen(name), canonical,
+                                    sizeof(canonical)) == NULL &&
+            strcmp(canonical, url) == 0);
+}
+
+static proxy_worker *worker_named(const beacon_workers *ws, const char *url)
+{
+    proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
+    int i;
+
+    for (i = 0; i < ws->b->workers->nelts; i++) {
+        if (beacon_worker_names(w[i]->s->name_ex, url)) {
+            return w[i];
+        }
+    }
+    return NULL;
+}
+
+beacon_slot *beacon_worker_find(const beacon_workers *ws, const char *url)
+{
+    proxy_worker *w = worker_named(ws, url);
+
+    return w ? slot_name(w->s) : NULL;
+}
+
+int beacon_worker_confirmed(const beacon_workers *ws, const char *url)
+{
+    proxy_worker *w = worker_named(ws, url);
+
+    return w != NULL && PROXY_WORKER_IS_INITIALIZED(w);
+}
+
+int beacon_worker_count(const beacon_workers *ws)
+{
+    return ws->b->workers->nelts;
+}
+
+beacon_slot *beacon_worker_at(const beacon_workers *ws, int i)
+{
+    return slot_name(((proxy_worker **)ws->b->workers->elts)[i]->s);
+}
+
+int beacon_worker_configured(const beacon_workers *ws, const char *url,
+                             const beacon_slot *kept)
+{
+    proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
+    int i;
+
+    for (i = 0; i < ws->b->workers->nelts; i++) {
+        if (w[i]->s != shm_of(kept) &&
+            beacon_worker_names(w[i]->s->name_ex, url)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Takes w off this child's member list, wherever it stands. */
+static void unlist(proxy_balancer *b, const proxy_worker *w)
+{
+    proxy_worker **list = (proxy_worker **)b->workers->elts;
+    int i, found = 0;
+
+    for (i = 0; i < b->workers->nelts; i++) {
+        if (found) {
+            list[i - 1] = list[i]; /* close the gap */
+        }
+        else {
+            found = list[i] == w;
+        }
+    }
+    if (found) {
+        b->workers->nelts--;
+    }
+}
+
+/*
+ * Appends w, whole, to this child's member list. Request threads walk the
+ * list without a lock (httpd's election, balancer-manager's pages), so the
+ * slot is written before the count that makes it visible, and a full list
+ * is replaced by a bigger copy (from the configuration's pool) rather than
+ * grown in place; the old one stays valid for a walk in progress. Under
+ * the thread lock.
+ */
+void beacon_worker_list(beacon_workers *ws, beacon_worker *w)
+{
+    apr_array_header_t *list = ws->b->workers;
+
+    if (list->nelts == list->nalloc) {
+        apr_array_header_t *bigger = apr_array_make(ws->conf->pool,
+                                                    list->nalloc * 2 + 1,
+                                                    sizeof(proxy_worker *));
+
+        memcpy(bigger->elts, list->elts,
+               (apr_size_t)list->nelts * sizeof(proxy_worker *));
+        bigger->nelts = list->nelts;
+        atomic_thread_fence(memory_order_release);
+        ws->b->workers = list = bigger;
+    }
+    ((proxy_worker **)list->elts)[list->nelts] = w;
+    atomic_thread_fence(memory_order_release); /* the slot, then the count */
+    list->nelts++;
+}
+
+/* ------------------------------------------------------------------ */
+/* Slots                                                               */
+
+static proxy_worker_shared *slot_shm(const proxy_balancer *b, int i)
+{
+    proxy_worker_shared *shm = NULL;
+
+    if (i < 0 || i >= b->max_workers ||
+        b->storage->dptr(b->wslot, (unsigned)i, (void **)&shm) != APR_SUCCESS) {
+        return NULL;
+    }
+    return shm;
+}
+
+beacon_slot *beacon_worker_slot(const beacon_workers *ws, const beacon_entry *e)
+{
+    proxy_worker_shared *shm = slot_shm(ws->b, e->slot);
+
+    return shm && shm->hash.def == e->hash_def && shm->hash.fnv == e->hash_fnv &&
+                   (shm->hash.def || shm->hash.fnv)
+               ? slot_name(shm)
+               : NULL;
+}
+
+/* Where the member lives, for a restart or a recycling to find it. */
+void beacon_worker_note_slot(beacon_entry *e, const beacon_slot *slot)
+{
+    const proxy_worker_shared *shm = shm_of(slot);
+
+    e->slot = shm->index;
+    e->hash_def = shm->hash.def;
+    e->hash_fnv = shm->hash.fnv;
+}
+
+/* mod_proxy's epoch of address expiries, or NULL when it keeps none. */
+static const apr_time_t *expiry_epoch(void)
+{
+    return ap_retained_data_get("proxy_start_time");
+}
+
+void beacon_worker_view(const beacon_slot *slot, beacon_slot_view *v)
+{
+    const proxy_worker_shared *shm = shm_of(slot);
+
+    v->name = shm->name_ex;
+    v->route = shm->route;
+    v->lbfactor = shm->lbfactor;
+    v->status = shm->status;
+    v->elected = shm->elected;
+    v->busy = shm->busy;
+    v->timeout = shm->timeout_set ? shm->timeout : HTTPD_TIMEOUT;
+    v->conn_timeout = shm->conn_timeout_set ? shm->conn_timeout : v->timeout;
+    v->acquire = shm->acquire_set ? shm->acquire : 0;
+    v->address_ttl = apr_time_from_sec(shm->address_ttl);
+    v->renamable = shm->uds_path[0] == '\0' && shm->method == NONE &&
+                   (!shm->is_address_reusable || shm->address_ttl > 0);
+    v->expiry_unknown = shm->is_address_reusable && expiry_epoch() == NULL;
+    v->addresses_expire_at =
+        shm->is_address_reusable && !v->expiry_unknown
+            ? *expiry_epoch() +
+                  apr_time_from_sec((apr_time_t)shm->address_expiry + 1)
+            : 0;
+}
+
+/*
+ * A compare-and-swap on the status word that every process shares, so
+ * that this write never undoes a change another process makes to another
+ * flag at the same moment (the proxy's Err, health checks). httpd's own
+ * writes are plain read-modify-writes, which can still lose this one:
+ * lease transitions are rare, and the next one writes again.
+ */
+static void set_flags(proxy_worker_shared *shm, apr_uint32_t set,
+                      apr_uint32_t clear)
+{
+    volatile apr_uint32_t *status = (volatile apr_uint32_t *)&shm->status;
+    apr_uint32_t old, new;
+
+    do {
+        old = apr_atomic_read32(status);
+        new = (old | set) & ~clear;
+    } while (apr_atomic_cas32(status, new, old) != old);
+}
+
+static proxy_worker *route_holder(const beacon_workers *ws,
+                                  const proxy_worker_shared *shm,
+                                  const char *route)
+{
+    proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
+    int i;
+
+    for (i = 0; i < ws->b->workers->nelts; i++) {
+        if (w[i]->s != shm && strcmp(w[i]->s->route, route) == 0) {
+            return w[i];
+        }
+    }
+    return NULL;
+}
+
+void beacon_worker_look(const beacon_workers *ws, const beacon_slot *slot,
+                        const char *route, beacon_slot_look *look)
+{
+    proxy_worker *holder = route && route[0]
+                               ? route_holder(ws, shm_of(slot), route)
+                               : NULL;
+
+    beacon_worker_view(slot, &look->self);
+    look->holder = holder ? slot_name(holder->s) : NULL;
+    if (holder) {
+        beacon_worker_view(look->holder, &look->holder_view);
+    }
+}
+
+/*
+ * A backend that was refused a connection while it stopped (its listener
+ * closes as its state=leaving goes out) is in the proxy's error state,
+ * which the proxy keeps for the worker's retry (60 s by default). Enabled,
+ * its retry is due now: the proxy itself clears the error on the next
+ * request and sets it again if that connection fails.
+ */
+void beacon_worker_apply(beacon_slot *slot, const beacon_slot_change *c)
+{
+    proxy_worker_shared *shm = shm_of(slot);
+
+    if (c->route_from) {
+        shm_of(c->route_from)->route[0] = '\0';
+    }
+    if (c->route) {
+        apr_cpystrn(shm->route, c->route, sizeof(shm->route));
+    }
+    if (c->lbfactor) {
+        shm->lbfactor = c->lbfactor;
+    }
+    if (c->set || c->clear) {
+        set_flags(shm, c->set, c->clear);
+    }
+    if (c->enable) {
+        if (shm->status & PROXY_WORKER_IN_ERROR) {
+            shm->error_time = 0;
+        }
+        set_flags(shm, 0, PROXY_WORKER_DISABLED);
+    }
+}
+
+/*
+ * The settings balancer-manager lets an admin type, field by field: one
+ * list, so that taking, comparing and giving back cannot disagree.
+ */
+#define ADMIN_NUMBERS(X) X(lbfactor) X(lbset) X(method) X(interval) X(passes) X(fails)
+#define ADMIN_STRINGS(X) X(route) X(redirect) X(hcuri) X(hcexpr)
+
+static int same_admin(const beacon_admin_settings *x,
+                      const beacon_admin_settings *y)
+{
+#define SAME_NUMBER(f) &&x->f == y->f
+#define SAME_STRING(f) &&strcmp(x->f, y->f) == 0
+    return x->saved == y->saved && x->flags == y->flags
+        ADMIN_NUMBERS(SAME_NUMBER) ADMIN_STRINGS(SAME_STRING);
+#undef SAME_NUMBER
+#undef SAME_STRING
+}
+
+int beacon_worker_take_admin(beacon_admin_settings *kept,
+                             const beacon_slot *slot)
+{
+    const proxy_worker_shared *shm = shm_of(slot);
+    beacon_admin_settings now;
+
+    memset(&now, 0, sizeof(now));
+    now.saved = 1;
+    now.flags = shm->status & BEACON_ADMIN_FLAGS;
+#define TAKE_NUMBER(f) now.f = shm->f;
+    /* a string cut while balancer-manager wrote it stays terminated */
+#define TAKE_STRING(f) apr_cpystrn(now.f, shm->f, sizeof(now.f));
+    ADMIN_NUMBERS(TAKE_NUMBER)
+    ADMIN_STRINGS(TAKE_STRING)
+#undef TAKE_NUMBER
+#undef TAKE_STRING
+    if (same_admin(kept, &now)) {
+        return 0;
+    }
+    *kept = now;
+    return 1;
+}
+
+void beacon_worker_give_admin(beacon_slot *slot, const beacon_admin_settings *a)
+{
+    proxy_worker_shared *shm = shm_of(slot);
+
+    if (!a->saved) {
+        return;
+    }
+    shm->status = (shm->status & ~(unsigned int)BEACON_ADMIN_FLAGS) |
+                  (a->flags & BEACON_ADMIN_FLAGS);
+#define GIVE_NUMBER(f) shm->f = a->f;
+#define GIVE_STRING(f) memcpy(shm->f, a->f, sizeof(shm->f));
+    ADMIN_NUMBERS(GIVE_NUMBER)
+    ADMIN_STRINGS(GIVE_STRING)
+#undef GIVE_NUMBER
+#undef GIVE_STRING
+}
+
+void beacon_worker_restart_slot(beacon_slot *slot, int out)
+{
+    proxy_worker_shared *shm = shm_of(slot);
+
+    /* no child exists: plain writes */
+    shm->status = out ? shm->status | PROXY_WORKER_DISABLED
+                      : shm->status & ~(unsigned int)PROXY_WORKER_DISABLED;
+    shm->address_expiry = 0;
+}
+
+void beacon_worker_drop_slot(beacon_workers *ws, const beacon_entry *e)
+{
+    beacon_slot *slot = beacon_worker_slot(ws, e);
+    proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
+    proxy_worker_shared *shm;
+    int i;
+
+    if (slot == NULL) {
+        return;
+    }
+    shm = shm_of(slot);
+    /* no child exists yet: unlisting it from the parent's list removes it */
+    for (i = 0; i < ws->b->workers->nelts; i++) {
+        if (w[i]->s == shm) {
+            unlist(ws->b, w[i]);
+            break;
+        }
+    }
+    shm->hash.def = shm->hash.fnv = 0;
+    ws->b->storage->release(ws->b->wslot, (unsigned)e->slot);
+}
+
+/* ------------------------------------------------------------------ */
+/* Defining and renaming members                                       */
+
+static void member_settings(proxy_worker *w)
+{
+    proxy_worker_shared *s = w->s;
+
+    if (!s->conn_timeout_set) {
+        s->conn_timeout = CONNECT_TIMEOUT;
+        s->conn_timeout_set = 1;
+    }
+    if (!s->acquire_set) {
+        s->acquire = ACQUIRE_TIMEOUT;
+        s->acquire_set = 1;
+    }
+    /* connections to an old address do not pile up in the pools */
+    s->ttl = IDLE_TTL;
+    s->smax = 0;
+    if (beacon_worker_addresses_expire()) {
+        s->address_ttl = ADDRESS_TTL;
+        s->address_ttl_set = 1;
+    }
 }
 
 /*
@@ -240,35 +638,15 @@ static void reserve_occupied_slots(proxy_balancer *b)
     }
 }
 
-/* Takes w off this child's member list, wherever it stands. */
-void beacon_worker_unlist(proxy_balancer *b, const proxy_worker *w)
-{
-    proxy_worker **list = (proxy_worker **)b->workers->elts;
-    int i, found = 0;
-
-    for (i = 0; i < b->workers->nelts; i++) {
-        if (found) {
-            list[i - 1] = list[i]; /* close the gap */
-        }
-        else {
-            found = list[i] == w;
-        }
-    }
-    if (found) {
-        b->workers->nelts--;
-    }
-}
-
 /*
  * Undo of a partial add, as if the worker had never been defined: no
  * half-built worker in this child's list (a request would use it) and no
  * claimed slot in shm.
  */
-void beacon_worker_forget(proxy_balancer *b, const proxy_worker *w,
-                          proxy_worker_shared *shm, int have_slot,
-                          unsigned idx)
+static void forget(proxy_balancer *b, const proxy_worker *w,
+                   proxy_worker_shared *shm, int have_slot, unsigned idx)
 {
-    beacon_worker_unlist(b, w);
+    unlist(b, w);
     if (have_slot) {
         if (shm) {
             shm->hash.def = shm->hash.fnv = 0;
@@ -304,10 +682,6 @@ static void salt_identity(proxy_worker *w)
 }
 
 /*
- * Defines url in the balancer with a shared slot of its own, as
- * balancer-manager's add does; initializing it is the caller's business.
- * On failure nothing of it is left behind and NULL is returned.
- *
  * The worker comes from the proxy configuration's pool, as the workers
  * balancer-manager adds and a sync adopts do: it must live as long as the
  * child's configuration, since request threads keep using it after the
@@ -317,10 +691,10 @@ static void salt_identity(proxy_worker *w)
  * *why (from p) says what went wrong; the caller logs it, rate-limited
  * where a peer can repeat it.
  */
-proxy_worker *beacon_worker_share_new(beacon_workers *ws,
-                                      const beacon_member_params *params,
-                                      const char *url, apr_pool_t *p,
-                                      int *no_slot, const char **why)
+beacon_worker *beacon_worker_share_new(beacon_workers *ws,
+                                       const beacon_member_params *params,
+                                       const char *url, apr_pool_t *p,
+                                       int *no_slot, const char **why)
 {
     proxy_balancer *b = ws->b;
     proxy_worker_shared *shm = NULL;
@@ -337,7 +711,7 @@ proxy_worker *beacon_worker_share_new(beacon_workers *ws,
     }
     reserve_occupied_slots(b);
     /* defined for no balancer: it joins this child's list only once it is
-     * whole (beacon_worker_list) */
+     * whole (beacon_worker_commit) */
     err = ap_proxy_define_worker_ex(ws->conf->pool, &w, NULL, NULL, url,
                                     AP_PROXY_WORKER_IS_PREFIX);
     if (err != NULL) {
@@ -352,7 +726,7 @@ proxy_worker *beacon_worker_share_new(beacon_workers *ws,
     beacon_params_apply(ws->conf->pool, ws->s, params, w);
     salt_identity(w);
     if ((rv = b->storage->grab(b->wslot, &idx)) != APR_SUCCESS) {
-        beacon_worker_forget(b, w, NULL, 0, 0);
+        forget(b, w, NULL, 0, 0);
         if (rv == APR_EINVAL) {
             *no_slot = 1;
         }
@@ -362,13 +736,36 @@ proxy_worker *beacon_worker_share_new(beacon_workers *ws,
     if ((rv = b->storage->dptr(b->wslot, idx, (void **)&shm)) != APR_SUCCESS ||
         (rv = ap_proxy_share_worker(w, shm, (int)idx)) != APR_SUCCESS) {
         *why = apr_psprintf(p, "cannot share worker: %pm", &rv);
-        beacon_worker_forget(b, w, shm, 1, idx);
+        forget(b, w, shm, 1, idx);
         return NULL;
     }
     return w;
 }
 
-proxy_worker *beacon_worker_template(apr_pool_t *p, const char *url)
+beacon_slot *beacon_worker_slot_of(beacon_worker *w)
+{
+    return slot_name(w->s);
+}
+
+apr_status_t beacon_worker_commit(beacon_workers *ws, beacon_worker *w,
+                                  apr_pool_t *p, const char **why)
+{
+    apr_status_t rv = ap_proxy_initialize_worker(w, ws->s, ws->conf->pool);
+
+    if (rv != APR_SUCCESS) {
+        *why = apr_psprintf(p, "cannot initialize worker: %pm", &rv);
+        forget(ws->b, w, w->s, 1, (unsigned)w->s->index);
+        return rv;
+    }
+    beacon_worker_list(ws, w);
+    /* the other children sync on their next request */
+    ws->b->wupdated = ws->b->s->wupdated = w->s->updated = apr_time_now();
+    return APR_SUCCESS;
+}
+
+beacon_worker *beacon_worker_template(const beacon_workers *ws,
+                                      const beacon_member_params *params,
+                                      const char *url, apr_pool_t *p)
 {
     proxy_worker *tmpl = NULL;
 
@@ -376,78 +773,49 @@ proxy_worker *beacon_worker_template(apr_pool_t *p, const char *url)
                                   AP_PROXY_WORKER_IS_PREFIX) != NULL) {
         return NULL;
     }
+    beacon_params_apply(p, ws->s, params, tmpl);
     return tmpl;
 }
 
-apr_status_t beacon_worker_initialize(beacon_workers *ws, proxy_worker *w)
+int beacon_worker_same_origin(const beacon_slot *slot,
+                              const beacon_worker *tmpl)
 {
-    return ap_proxy_initialize_worker(w, ws->s, ws->conf->pool);
+    const proxy_worker_shared *a = shm_of(slot), *b = tmpl->s;
+
+    return a->port == b->port && strcasecmp(a->hostname_ex, b->hostname_ex) == 0;
 }
 
-void beacon_worker_list(proxy_balancer *b, proxy_worker *w, apr_pool_t *pool)
-{
-    apr_array_header_t *list = b->workers;
-
-    if (list->nelts == list->nalloc) {
-        apr_array_header_t *bigger = apr_array_make(pool, list->nalloc * 2 + 1,
-                                                    sizeof(proxy_worker *));
-
-        memcpy(bigger->elts, list->elts,
-               (apr_size_t)list->nelts * sizeof(proxy_worker *));
-        bigger->nelts = list->nelts;
-        atomic_thread_fence(memory_order_release);
-        b->workers = list = bigger;
-    }
-    ((proxy_worker **)list->elts)[list->nelts] = w;
-    atomic_thread_fence(memory_order_release); /* the slot, then the count */
-    list->nelts++;
-}
-
-void beacon_worker_publish(beacon_workers *ws, proxy_worker *w)
-{
-    ws->b->wupdated = ws->b->s->wupdated = w->s->updated = apr_time_now();
-}
-
-
-/* Where the member lives, for a restart or a recycling to find it. */
-void beacon_worker_note_slot(beacon_entry *e, const proxy_worker_shared *shm)
-{
-    e->slot = shm->index;
-    e->hash_def = shm->hash.def;
-    e->hash_fnv = shm->hash.fnv;
-}
+#define COPY_FIELD(dst, src, field) memcpy((dst)->field, (src)->field, sizeof((dst)->field))
 
 /*
- * Sets or clears Disabled, and nothing else, in the status word that
- * every process shares: a compare-and-swap, so that this write never
- * undoes a change another process makes to another flag at the same
- * moment (the proxy's Err, health checks). httpd's own writes are plain
- * read-modify-writes, which can still lose this one: lease transitions
- * are rare, and the next one writes again.
+ * Field by field (the struct's size differs between 2.4 releases): the
+ * new name, and what belonged to the old member cleared: its balancing
+ * counts, route, errors, and the admin's settings (a new member starts as
+ * beacon adds one). Keeps the hash, index, TTLs, timeouts and pool sizes,
+ * and Disabled.
  */
-void beacon_worker_set_flags(proxy_worker_shared *shm, apr_uint32_t set,
-                             apr_uint32_t clear)
+void beacon_worker_rename(beacon_slot *slot, const beacon_worker *tmpl_worker)
 {
-    volatile apr_uint32_t *status = (volatile apr_uint32_t *)&shm->status;
-    apr_uint32_t old, new;
+    proxy_worker_shared *shm = shm_of(slot);
+    const proxy_worker_shared *tmpl = tmpl_worker->s;
 
-    do {
-        old = apr_atomic_read32(status);
-        new = (old | set) & ~clear;
-    } while (apr_atomic_cas32(status, new, old) != old);
-}
-
-void beacon_worker_set_disabled(proxy_worker_shared *shm, int disabled)
-{
-    beacon_worker_set_flags(shm, disabled ? PROXY_WORKER_DISABLED : 0,
-                            disabled ? 0 : PROXY_WORKER_DISABLED);
-}
-
-
-void beacon_worker_growth(const beacon_workers *ws, int *used, int *free_slots)
-{
-    *free_slots = (int)ws->b->storage->num_free_slots(ws->b->wslot);
-    *used = ws->b->growth - *free_slots;
+    COPY_FIELD(shm, tmpl, name_ex);
+    COPY_FIELD(shm, tmpl, name);
+    COPY_FIELD(shm, tmpl, scheme);
+    COPY_FIELD(shm, tmpl, hostname_ex);
+    COPY_FIELD(shm, tmpl, hostname);
+    shm->port = tmpl->port;
+    shm->uds_path[0] = shm->route[0] = shm->redirect[0] = '\0';
+    shm->lbstatus = 0;
+    shm->lbfactor = tmpl->lbfactor;
+    shm->lbset = tmpl->lbset;
+    shm->elected = shm->busy = 0;
+    shm->transferred = shm->read = 0;
+    shm->error_time = 0;
+    shm->status &= ~(unsigned int)(PROXY_WORKER_IN_ERROR |
+                                   PROXY_WORKER_HC_FAIL);
+    shm->address_expiry = 0;
+    shm->updated = apr_time_now();
 }
 
 const char *beacon_worker_flags(beacon_workers *ws, const char *url,
@@ -457,7 +825,7 @@ const char *beacon_worker_flags(beacon_workers *ws, const char *url,
     proxy_worker *w;
 
     if (beacon_worker_lock_members(ws) == APR_SUCCESS) {
-        w = beacon_worker_find(ws, url);
+        w = worker_named(ws, url);
         flags = w ? ap_proxy_parse_wstatus(p, w) : NULL;
         beacon_worker_thread_unlock(ws);
     }

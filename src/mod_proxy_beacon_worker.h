@@ -2,11 +2,16 @@
 
 /*
  * httpd's worker primitives, the one part of the module that calls into
- * mod_proxy (mod_proxy_beacon_worker.c): finding a balancer and its
- * members, the balancer's locks, and defining a worker in a growth slot
- * as balancer-manager does. No policy of beacon's: what to add, when to
- * take a member out of rotation, is mod_proxy_beacon_balancer.c's. This
- * header brings mod_proxy.h with it.
+ * mod_proxy or reads its structures (mod_proxy_beacon_worker.c): finding
+ * a balancer and its members, the balancer's locks, defining a worker in
+ * a growth slot as balancer-manager does, and every read or write of a
+ * member's shared slot. No policy of beacon's: what to add, when to take
+ * a member out of rotation, is mod_proxy_beacon_balancer.c's, when a slot
+ * may be renamed mod_proxy_beacon_recycle.c's, what a restart gives back
+ * mod_proxy_beacon_restore.c's.
+ *
+ * This header needs no mod_proxy.h: its users see httpd's balancer, its
+ * workers and their shared slots only as the handles below.
  */
 #ifndef MOD_PROXY_BEACON_WORKER_H
 #define MOD_PROXY_BEACON_WORKER_H
@@ -14,19 +19,59 @@
 #include "mod_proxy_beacon_params.h"
 #include "mod_proxy_beacon_registry.h"
 
-#include <mod_proxy.h>
-
 /* One of httpd's balancers, as beacon reaches it. */
-typedef struct {
-    server_rec *s;
-    proxy_server_conf *conf;
-    proxy_balancer *b;
-} beacon_workers;
+typedef struct beacon_workers beacon_workers;
+
+/* A member's slot in the balancer's shared memory, which every process
+ * reads on each request (httpd's proxy_worker_shared). */
+typedef struct beacon_slot beacon_slot;
+
+/* A worker of this process (httpd's proxy_worker): one beacon is defining,
+ * or one httpd read from url as a template. */
+typedef struct proxy_worker beacon_worker;
+
+/* httpd's status flags of a member, by beacon's names (the values are
+ * httpd's; mod_proxy_beacon_worker.c checks that they are). */
+#define BEACON_W_IGNORE_ERRORS 0x0002u /* I */
+#define BEACON_W_DRAIN         0x0004u /* N */
+#define BEACON_W_DISABLED      0x0020u /* D */
+#define BEACON_W_STOPPED       0x0040u /* S */
+#define BEACON_W_IN_ERROR      0x0080u /* E */
+#define BEACON_W_HOT_STANDBY   0x0100u /* H */
+#define BEACON_W_HC_FAIL       0x0400u /* C */
+#define BEACON_W_HOT_SPARE     0x0800u /* R */
 
 /* The flags balancer-manager gives the admin; Disabled is beacon's. */
-#define BEACON_ADMIN_FLAGS                                                  \
-    (PROXY_WORKER_STOPPED | PROXY_WORKER_DRAIN | PROXY_WORKER_HOT_STANDBY | \
-     PROXY_WORKER_HOT_SPARE | PROXY_WORKER_IGNORE_ERRORS)
+#define BEACON_ADMIN_FLAGS                                              \
+    (BEACON_W_STOPPED | BEACON_W_DRAIN | BEACON_W_HOT_STANDBY |         \
+     BEACON_W_HOT_SPARE | BEACON_W_IGNORE_ERRORS)
+
+/*
+ * What beacon's policy reads of a member's slot, taken in one go. The
+ * strings point into shared memory: read them under the balancer's locks
+ * (or in the owner, which alone writes them) and copy what is kept.
+ */
+typedef struct {
+    const char *name;        /* the member's url, as httpd names it */
+    const char *route;       /* "" when it has none */
+    int lbfactor;            /* hundredths */
+    apr_uint32_t status;     /* BEACON_W_* and httpd's others */
+    apr_uint64_t elected;    /* requests httpd elected it for, ever */
+    apr_size_t busy;         /* requests on it now (httpd's count) */
+    apr_interval_time_t timeout;      /* its own, else httpd's Timeout */
+    apr_interval_time_t conn_timeout; /* its own, else timeout */
+    apr_interval_time_t acquire;      /* 0 when it has none */
+    apr_interval_time_t address_ttl;  /* how long a child caches its address */
+    int renamable;           /* nothing of it lives outside the slot (no
+                              * unix socket, no health check) */
+    int expiry_unknown;      /* it caches addresses, and this httpd keeps no
+                              * epoch to tell when they expire */
+    apr_time_t addresses_expire_at; /* wall clock when every child's
+                              * cached address has expired; 0: none */
+} beacon_slot_view;
+
+/* ------------------------------------------------------------------ */
+/* The balancer                                                        */
 
 /* Whether mod_proxy's functions resolved (it was loaded before us). */
 int beacon_worker_linked(void);
@@ -35,96 +80,173 @@ int beacon_worker_linked(void);
  * which renaming a slot relies on. */
 int beacon_worker_addresses_expire(void);
 
-/* balancer://name as the configuration of s defines it, or NULL. */
-proxy_balancer *beacon_worker_balancer(apr_pool_t *p, server_rec *s,
-                                       const char *name);
+/* At configuration time, balancer://name as the configuration of s
+ * defines it: whether it does, what makes it one balancer (virtual hosts
+ * that inherit it share it and get the same value), and its growth
+ * (ProxySet growth, BalancerGrowth; -1 when undefined). */
+int beacon_worker_balancer_defined(apr_pool_t *p, server_rec *s,
+                                   const char *name);
+const void *beacon_worker_balancer_identity(apr_pool_t *p, server_rec *s,
+                                            const char *name);
+int beacon_worker_balancer_growth(apr_pool_t *p, server_rec *s,
+                                  const char *name);
 
-/* In post_config: ws is balancer://name of s; 0 when it has no shared
- * memory (yet). */
-int beacon_worker_open(beacon_workers *ws, apr_pool_t *pconf, server_rec *s,
-                       const char *name);
+/* In post_config: balancer://name of s (from pconf); NULL when it has no
+ * shared memory (yet). */
+beacon_workers *beacon_worker_open(apr_pool_t *pconf, server_rec *s,
+                                   const char *name);
 
-/* Whether a worker's name is the member canonical url names (the admin
- * may spell a BalancerMember otherwise). */
-int beacon_worker_names(const char *name, const char *url);
+/* The balancer's name ("balancer://web"), and the receiver's server. */
+const char *beacon_worker_balancer_name(const beacon_workers *ws);
+server_rec *beacon_worker_server(const beacon_workers *ws);
 
-/* This child's worker named url, or NULL. */
-proxy_worker *beacon_worker_find(const beacon_workers *ws, const char *url);
+/* Growth slots of the balancer in use by runtime members, and free. */
+void beacon_worker_growth(const beacon_workers *ws, int *used, int *free_slots);
 
-/* The shared slot registry entry e names, when it still holds e's member
- * (same salted hash), else NULL; and noting in e where its member lives,
- * for a restart or a recycling to find it. */
-proxy_worker_shared *beacon_worker_slot(const beacon_workers *ws,
-                                        const beacon_entry *e);
-void beacon_worker_note_slot(beacon_entry *e, const proxy_worker_shared *shm);
+/* maxattempts in the balancer's shared state, and whether it is in
+ * effect; and setting it (value < 0: only putting it in effect). */
+void beacon_worker_failover(const beacon_workers *ws, int *max_attempts,
+                            int *in_effect);
+void beacon_worker_set_failover(beacon_workers *ws, int max_attempts);
+
+/* ------------------------------------------------------------------ */
+/* Locks and this child's member list                                  */
 
 /* The balancer's locks, logged when one fails: the thread lock alone
  * (this child's member list), or balancer-manager's order, the thread
  * lock then the global lock (anything shared). */
 apr_status_t beacon_worker_thread_lock(beacon_workers *ws);
 void beacon_worker_thread_unlock(beacon_workers *ws);
-apr_status_t beacon_worker_lock(beacon_workers *ws);
 void beacon_worker_unlock(beacon_workers *ws);
+
+/* Both locks, with this child's member list made current: what every
+ * change of a member starts with. beacon_worker_unlock() after. */
+apr_status_t beacon_worker_hold(beacon_workers *ws);
 
 /* This child's member list, current and held still under the thread
  * lock; beacon_worker_thread_unlock() after. */
 apr_status_t beacon_worker_lock_members(beacon_workers *ws);
 
-/* This child's member list made current (under the thread lock); and,
- * taking that lock itself, only when other processes changed the
- * balancer, as a request would. */
-void beacon_worker_sync(beacon_workers *ws);
+/* Picks up members other processes added, as a request would (taking the
+ * thread lock itself, only when the balancer changed). */
 void beacon_worker_pick_up(beacon_workers *ws);
+
+/* Whether a worker's name is the member canonical url names (the admin
+ * may spell a BalancerMember otherwise). */
+int beacon_worker_names(const char *name, const char *url);
+
+/* The slot of this child's member named url, or NULL. */
+beacon_slot *beacon_worker_find(const beacon_workers *ws, const char *url);
+
+/* Whether url is a member of this child's list, initialized. */
+int beacon_worker_confirmed(const beacon_workers *ws, const char *url);
+
+/* Members of this child's list: how many, and the slot of the i-th. */
+int beacon_worker_count(const beacon_workers *ws);
+beacon_slot *beacon_worker_at(const beacon_workers *ws, int i);
+
+/* A member named url other than the slot kept: one the configuration
+ * names (BalancerMember), not beacon's. */
+int beacon_worker_configured(const beacon_workers *ws, const char *url,
+                             const beacon_slot *kept);
+
+/* ------------------------------------------------------------------ */
+/* Slots                                                               */
+
+/* The shared slot registry entry e names, when it still holds e's member
+ * (same salted hash), else NULL; and noting in e where its member lives,
+ * for a restart or a recycling to find it. */
+beacon_slot *beacon_worker_slot(const beacon_workers *ws, const beacon_entry *e);
+void beacon_worker_note_slot(beacon_entry *e, const beacon_slot *slot);
+
+/* What the policy reads of a slot. */
+void beacon_worker_view(const beacon_slot *slot, beacon_slot_view *v);
+
+/* A look at a member's slot before changing it: the slot, and the other
+ * member of this child's list that holds route, when one is asked for. */
+typedef struct {
+    beacon_slot_view self;
+    beacon_slot *holder;          /* NULL: none, or no route asked */
+    beacon_slot_view holder_view; /* when holder */
+} beacon_slot_look;
+
+void beacon_worker_look(const beacon_workers *ws, const beacon_slot *slot,
+                        const char *route, beacon_slot_look *look);
+
+/* What a change of a member's slot writes, all of it in one go (under the
+ * balancer's locks), as balancer-manager edits a member. */
+typedef struct {
+    apr_uint32_t set, clear;  /* status flags, nothing else of the word */
+    const char *route;        /* the member's new route; NULL: unchanged */
+    beacon_slot *route_from;  /* a member that gives route up, or NULL */
+    int lbfactor;             /* hundredths; 0: unchanged */
+    int enable;               /* back into rotation (after the rest): D
+                               * cleared, and its error state made due for
+                               * retry, since the announcement is fresh
+                               * evidence that the backend is up */
+} beacon_slot_change;
+
+void beacon_worker_apply(beacon_slot *slot, const beacon_slot_change *c);
+
+/* The admin's settings of a slot into *kept, when they differ from it
+ * (returns 1), and a slot given them back (nothing when never taken). */
+int beacon_worker_take_admin(beacon_admin_settings *kept,
+                             const beacon_slot *slot);
+void beacon_worker_give_admin(beacon_slot *slot, const beacon_admin_settings *a);
+
+/* In post_config, before any child exists: a restored member's slot in
+ * rotation (out: not), and free of the last generation's address expiry
+ * (which would hold recycling back). */
+void beacon_worker_restart_slot(beacon_slot *slot, int out);
+
+/* In post_config: e's slot, brought back by BalancerPersist, released
+ * (and taken off the list); nothing when e has none. */
+void beacon_worker_drop_slot(beacon_workers *ws, const beacon_entry *e);
+
+/* ------------------------------------------------------------------ */
+/* Defining and renaming members                                       */
 
 /*
  * Defines url in the balancer with a growth slot of its own, as
  * balancer-manager's add does, with beacon's member settings, params and
- * a salted identity hash; initializing it is the caller's business. NULL
- * on failure, with *no_slot set when growth is exhausted and *why (from
- * p) saying why, nothing left behind.
+ * a salted identity hash; not yet in any list, nor initialized. NULL on
+ * failure, with *no_slot set when growth is exhausted and *why (from p)
+ * saying why, nothing left behind.
  */
-proxy_worker *beacon_worker_share_new(beacon_workers *ws,
-                                      const beacon_member_params *params,
-                                      const char *url, apr_pool_t *p,
-                                      int *no_slot, const char **why);
+beacon_worker *beacon_worker_share_new(beacon_workers *ws,
+                                       const beacon_member_params *params,
+                                       const char *url, apr_pool_t *p,
+                                       int *no_slot, const char **why);
 
-/* httpd's reading of url (scheme, host, port), as a worker it pushes
- * nowhere (from p); NULL when httpd refuses it. */
-proxy_worker *beacon_worker_template(apr_pool_t *p, const char *url);
-
-/* httpd's initialization of a worker share_new defined. */
-apr_status_t beacon_worker_initialize(beacon_workers *ws, proxy_worker *w);
+/* The shared slot of a worker share_new defined. */
+beacon_slot *beacon_worker_slot_of(beacon_worker *w);
 
 /*
- * Appends w, whole, to this child's member list. Request threads walk the
- * list without a lock (httpd's election, balancer-manager's pages), so the
- * slot is written before the count that makes it visible, and a full list
- * is replaced by a bigger copy (from pool) rather than grown in place; the
- * old one stays valid for a walk in progress. Under the thread lock.
+ * Makes a worker share_new defined a member: initialized, on this child's
+ * list, and told to the other children (they sync on their next request).
+ * On failure (*why from p) it is undone as if never defined.
  */
-void beacon_worker_list(proxy_balancer *b, proxy_worker *w, apr_pool_t *pool);
+apr_status_t beacon_worker_commit(beacon_workers *ws, beacon_worker *w,
+                                  apr_pool_t *p, const char **why);
 
-/* Tells the other children that w was added: they sync on their next
- * request. */
-void beacon_worker_publish(beacon_workers *ws, proxy_worker *w);
+/* In post_config (no child yet): appends w to the list, uninitialized, as
+ * httpd's own configuration does with its members. */
+void beacon_worker_list(beacon_workers *ws, beacon_worker *w);
 
-/* Takes w off this child's member list; and undoes a partial add (its
- * slot released when have_slot). */
-void beacon_worker_unlist(proxy_balancer *b, const proxy_worker *w);
-void beacon_worker_forget(proxy_balancer *b, const proxy_worker *w,
-                          proxy_worker_shared *shm, int have_slot,
-                          unsigned idx);
+/* httpd's reading of url (scheme, host, port) with params, as a worker it
+ * pushes nowhere (from p); NULL when httpd refuses it. */
+beacon_worker *beacon_worker_template(const beacon_workers *ws,
+                                      const beacon_member_params *params,
+                                      const char *url, apr_pool_t *p);
 
-/* Sets or clears Disabled, and nothing else, of a shared status word. */
-void beacon_worker_set_disabled(proxy_worker_shared *shm, int disabled);
+/* Whether the slot's backend is at the template's host and port: a pooled
+ * connection to it would pass httpd's check whatever the scheme. */
+int beacon_worker_same_origin(const beacon_slot *slot,
+                              const beacon_worker *tmpl);
 
-/* Sets the flags in set and clears those in clear, nothing else, of a
- * shared status word, as beacon_worker_set_disabled does. */
-void beacon_worker_set_flags(proxy_worker_shared *shm, apr_uint32_t set,
-                             apr_uint32_t clear);
-
-/* Growth slots of the balancer in use by runtime members, and free. */
-void beacon_worker_growth(const beacon_workers *ws, int *used, int *free_slots);
+/* Renames a slot in place to the template's url, clearing what belonged
+ * to the old member (mod_proxy_beacon_recycle.c says when that is safe). */
+void beacon_worker_rename(beacon_slot *slot, const beacon_worker *tmpl);
 
 /* httpd's flag text for a member ("Init Ok "), or NULL when absent. */
 const char *beacon_worker_flags(beacon_workers *ws, const char *url,
