@@ -52,6 +52,15 @@ def test_graceful_restart_fails_no_request_for_lack_of_members(httpd_factory,
     udp = free_port()
     h = httpd_factory(extra_config=f"BalancerPersist {persist}",
                       tail_config=receiver_config(udp, timeout="20"))
+    if persist == "On":
+        # httpd's own race, no module's: mod_slotmem_shm stores a balancer at
+        # a graceful restart by taking the MD5 of its shared memory, then
+        # writing it, while the old children's requests still count in it
+        # (elected, busy, bytes). The digest can then miss, and the next
+        # generation discards the file: "AH02551: persisted slotmem md5/desc
+        # mismatch". Beacon's registry gives the members back regardless,
+        # which is what this test asks.
+        h.expect_errors("AH02551")
     start_receiver(h)
     ann = Announcer(udp)
     a, b = backend_factory("a"), backend_factory("b")
