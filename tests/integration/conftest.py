@@ -20,13 +20,14 @@ from pathlib import Path
 import pytest
 
 from backend import Backend
-from httpd import Httpd, module_path, report_sanitizer_lines, set_subreaper
+from httpd import Httpd, allow_cores, module_path, report_sanitizer_lines, set_subreaper
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "beacon: needs the built mod_proxy_beacon.so (skipped without it)")
     set_subreaper()
+    allow_cores()
 
 
 NOT_BUILT = ("mod_proxy_beacon.so is not built (looked in .libs/, src/.libs/, build/; "
@@ -111,6 +112,7 @@ def httpd_factory(request, workdir, backend_factory):
         bad = h.unexpected_errors()
         if bad:
             problems.append(f"unexpected errors in {h.error_log_path}:\n" + "\n".join(bad))
+        problems.extend(h.crash_reports())
     if problems:
         request.node.keep_files = True
         pytest.fail("\n\n".join(problems), pytrace=False)

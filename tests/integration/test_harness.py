@@ -131,12 +131,18 @@ def test_a_crashing_child_fails_the_clean_log_check(httpd_factory):
     h = plain(httpd_factory).start()
     victim = h.child_pids()[0]
     # SIGSEGV, as a module bug would raise. (SIGKILL would not do: httpd
-    # logs no line for a child killed by KILL, TERM, HUP or USR1.) The
-    # setuid www-data child is not dumpable, so no core file is written.
+    # logs no line for a child killed by KILL, TERM, HUP or USR1.)
     os.kill(victim, signal.SIGSEGV)
     h.wait_log(rf"AH0005[12]: child pid {victim} exit signal Segmentation fault")
     assert any(f"child pid {victim}" in line for line in h.unexpected_errors())
     h.expect_errors("AH00051", "AH00052")  # deliberate here only
+    # CoreDumpDirectory makes the www-data child dumpable again: its core
+    # is there, and the teardown's report gives its threads' stacks
+    H.wait_for(lambda: list(h.core_dir.glob("core*")), 20, "the child's core")
+    [report] = h.crash_reports()
+    assert "core" in report and re.search(r"#\d+ +0x[0-9a-f]+ in ", report), report[-2000:]
+    for core in h.core_dir.glob("core*"):
+        core.unlink()  # deliberate here only
 
 
 def test_the_launcher_prefix_runs_the_whole_server(httpd_factory):
@@ -257,3 +263,17 @@ def test_a_sanitizer_line_in_an_instance_log_becomes_a_report_file(tmp_path):
     assert str(dirty.error_log_path) in text and PLANTED_SANITIZER_LINES[0] in text
     assert "start.out" in text and PLANTED_SANITIZER_LINES[1] in text
     assert "t::dirty[x]" in text and "before" not in text
+
+
+def test_only_httpds_close_race_passes_for_a_crash():
+    race = ("#0  0x00007fb1026dd180 in apr_os_sock_get () from /lib/x86_64-linux-gnu/libapr-1.so.0\n"
+            "#1  0x00007fb10241c06c in ?? () from /usr/lib/apache2/modules/mod_mpm_event.so\n"
+            "#2  0x000055aafce63850 in ap_run_mpm ()\n")
+    ours = race.replace("#2 ", "#2  0x1 in beacon_members_handle () from "
+                        "/usr/lib/apache2/modules/mod_proxy_beacon.so\n#3 ")
+    elsewhere = ("#0  0x00007fb1026dd180 in apr_os_sock_get () from /lib/x86_64-linux-gnu/libapr-1.so.0\n"
+                 "#1  0x00007fb10241c06c in ?? () from /usr/lib/apache2/modules/mod_proxy_beacon.so\n")
+    assert H.is_httpd_close_race(race)
+    assert not H.is_httpd_close_race(ours)
+    assert not H.is_httpd_close_race(elsewhere)
+    assert not H.is_httpd_close_race("(no backtrace: gdb not found)")
