@@ -55,8 +55,33 @@ static const char *service_clash(apr_pool_t *p, const beacon_server_conf *conf,
     return NULL;
 }
 
+/* Balancer i against those before it: no context both may claim, or its
+ * route would depend on which member spoke last (nested ones coexist). */
+static const char *contexts_clash(apr_pool_t *p, const beacon_server_conf *conf,
+                                  int i)
+{
+    const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+    unsigned ia, ib;
+    int j;
+
+    for (j = 0; bc->contexts && j < i; j++) {
+        const beacon_balancer_conf *other = beacon_balancer_at(conf, j);
+
+        if (other->contexts &&
+            beacon_allow_conflict(other->contexts, bc->contexts, &ia, &ib)) {
+            return apr_psprintf(p, "ProxyBeaconBalancer: contexts=%s of "
+                                "balancer://%s and %s of balancer://%s claim "
+                                "the same contexts (only contexts nested in "
+                                "each other may be in two balancers)",
+                                bc->contexts->entry[ib].text, bc->name,
+                                other->contexts->entry[ia].text, other->name);
+        }
+    }
+    return NULL;
+}
+
 /* Every ProxyBeaconBalancer line of a receiver: its balancer exists in
- * this server, and each service has one balancer. */
+ * this server, each service has one balancer, and no context two. */
 static const char *balancers_problem(apr_pool_t *p, server_rec *s,
                                      beacon_server_conf *conf)
 {
@@ -76,7 +101,8 @@ static const char *balancers_problem(apr_pool_t *p, server_rec *s,
         const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
 
         if ((problem = beacon_balancer_check(p, s, bc->name)) != NULL ||
-            (problem = service_clash(p, conf, i)) != NULL) {
+            (problem = service_clash(p, conf, i)) != NULL ||
+            (problem = contexts_clash(p, conf, i)) != NULL) {
             conf->where = bc->where;
             return problem;
         }

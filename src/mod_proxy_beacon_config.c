@@ -505,6 +505,27 @@ static const char *set_announced(cmd_parms *cmd, void *dummy, const char *arg)
     return err;
 }
 
+/* contexts=LIST: the contexts the balancer's members may claim
+ * (libbeacon's allow-list rule); a second one adds to the first. */
+static const char *add_contexts(cmd_parms *cmd, beacon_balancer_conf *bc,
+                                const char *list)
+{
+    beacon_span_t bad;
+    const char *err;
+
+    if (bc->contexts == NULL) {
+        bc->contexts = apr_palloc(cmd->pool, sizeof(*bc->contexts));
+        beacon_allow_init(bc->contexts);
+    }
+    if ((err = beacon_allow_add(bc->contexts, list, strlen(list), &bad)) == NULL) {
+        return NULL;
+    }
+    return apr_psprintf(cmd->pool, "%s: '%s'", err,
+                        ap_escape_logitem(cmd->temp_pool,
+                                          apr_pstrmemdup(cmd->temp_pool,
+                                                         bad.ptr, bad.len)));
+}
+
 static const char *balancer_option(cmd_parms *cmd, beacon_balancer_conf *bc,
                                    const char *arg)
 {
@@ -523,8 +544,12 @@ static const char *balancer_option(cmd_parms *cmd, beacon_balancer_conf *bc,
         err = read_key(cmd, arg + 7, &bc->keys[bc->nkeys], &inline_secret);
         bc->nkeys += err == NULL;
     }
+    else if (strncmp(arg, "contexts=", 9) == 0) {
+        err = add_contexts(cmd, bc, arg + 9);
+    }
     else {
-        err = "not an option (service=NAME once, secret=SECRET at most twice)";
+        err = "not an option (service=NAME once, secret=SECRET at most "
+              "twice, contexts=LIST)";
     }
     if (err) {
         /* a secret= value is never echoed */
@@ -611,11 +636,11 @@ const command_rec beacon_cmds[] = {
         "[address][:port]: receive beacons on this UDP address; missing "
         "parts are this server's own"),
     AP_INIT_TAKE_ARGV("ProxyBeaconBalancer", set_balancer, NULL, RSRC_CONF,
-        "NAME [service=SVC] [secret=SECRET ...]: a balancer (name or "
-        "balancer://name) announced backends join, those of service SVC "
-        "(verified with its own secrets) or, without service=, those that "
-        "name none; repeatable, one per service; without it the receiver "
-        "only logs"),
+        "NAME [service=SVC] [secret=SECRET ...] [contexts=LIST]: a balancer "
+        "(name or balancer://name) announced backends join, those of "
+        "service SVC (verified with its own secrets) or, without service=, "
+        "those that name none, claiming only the contexts of LIST; "
+        "repeatable, one per service; without it the receiver only logs"),
     AP_INIT_TAKE1("ProxyBeaconTimeout", set_interval, &timeout_of_receiver,
         RSRC_CONF,
         "silence after which a member is disabled (default 0: never)"),

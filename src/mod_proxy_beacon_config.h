@@ -44,6 +44,8 @@ typedef struct {
     const char *service;          /* service=, or NULL */
     beacon_key_t keys[BEACON_MAX_KEYS]; /* secret= */
     unsigned nkeys;
+    beacon_allow_t *contexts;     /* contexts= its members may claim; NULL:
+                                   * it routes none, and ctx= is ignored */
     const char *where;            /* "file:line" for config-time errors */
 } beacon_balancer_conf;
 

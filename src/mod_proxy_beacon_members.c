@@ -49,10 +49,29 @@ static void report_second_copy(beacon_receiver *r, const beacon_event_t *ev,
     }
 }
 
+/* The first context of a verified datagram that r's balancer does not let
+ * its members claim (contexts=), into *path; 0 when there is none, or when
+ * the balancer routes no contexts (ctx= is then ignored). */
+static int refused_context(const beacon_receiver *r,
+                           const beacon_datagram_t *dg, beacon_span_t *path)
+{
+    beacon_span_t paths[BEACON_CTX_MAX_PATHS];
+    int i;
+
+    if (r->bal == NULL || r->bal->contexts == NULL ||
+        (i = beacon_allow_refused(r->bal->contexts, paths,
+                                  beacon_datagram_contexts(dg, paths))) < 0) {
+        return 0;
+    }
+    *path = paths[i];
+    return 1;
+}
+
 static void report_drop(beacon_receiver *r, unsigned drop,
                         const beacon_event_t *ev, const struct sockaddr *peer,
                         socklen_t peer_len, apr_time_t now, apr_pool_t *p)
 {
+    beacon_span_t refused;
     const char *detail = "";
     unsigned suppressed;
 
@@ -74,6 +93,13 @@ static void report_drop(beacon_receiver *r, unsigned drop,
     else if (drop == BEACON_DROP_WRONG_SERVICE) {
         detail = apr_pstrcat(p, " (svc=", escaped_span(p, &ev->dg.svc), ")",
                              NULL);
+    }
+    else if (drop == BEACON_DROP_CONTEXT_NOT_ALLOWED &&
+             refused_context(r, &ev->dg, &refused)) {
+        detail = apr_pstrcat(p, " ", escaped_span(p, &refused), " from ",
+                             ev->dg.url.ptr ? escaped_span(p, &ev->dg.url)
+                                            : "a heartbeat",
+                             " (balancer://", r->bal->name, ")", NULL);
     }
     else if (drop == BEACON_DROP_TABLE_FULL && r->bal) {
         detail = apr_pstrcat(p, " ", ev->url, " (balancer://", r->bal->name, ")",
@@ -319,6 +345,7 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
     apr_time_t now = apr_time_now();
     beacon_announcement announcement;
     beacon_member_attrs attrs;
+    beacon_span_t refused;
     beacon_outcome out;
     beacon_event_t ev;
     beacon_reason_t reason;
@@ -330,6 +357,12 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
                                 &ev.dg);
     if (reason == BEACON_OK) {
         r = lane_of(l, &ev.dg);
+        if (refused_context(r, &ev.dg, &refused)) {
+            /* before the table: nothing of it is applied */
+            report_drop(r, BEACON_DROP_CONTEXT_NOT_ALLOWED, &ev, peer,
+                        peer_len, now, scratch);
+            return;
+        }
         reason = beacon_receive_verified(r->table, now, &ev);
     }
     if (reason != BEACON_OK) {

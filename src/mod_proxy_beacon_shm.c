@@ -11,14 +11,20 @@
 
 const char *beacon_drop_name(unsigned drop)
 {
-    return drop == BEACON_DROP_NOT_OURS ? "member not managed by beacon"
-                                        : beacon_reason_name(drop);
+    switch (drop) {
+    case BEACON_DROP_NOT_OURS:            return "member not managed by beacon";
+    case BEACON_DROP_CONTEXT_NOT_ALLOWED: return "context not allowed";
+    default:                              return beacon_reason_name(drop);
+    }
 }
 
 const char *beacon_drop_id(unsigned drop)
 {
-    return drop == BEACON_DROP_NOT_OURS ? "not_managed"
-                                        : beacon_reason_id(drop);
+    switch (drop) {
+    case BEACON_DROP_NOT_OURS:            return "not_managed";
+    case BEACON_DROP_CONTEXT_NOT_ALLOWED: return "context_not_allowed";
+    default:                              return beacon_reason_id(drop);
+    }
 }
 
 void *beacon_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size)

@@ -27,12 +27,15 @@ typedef enum {
 } beacon_event_kind;
 
 /*
- * What a receiver counts as dropped: libbeacon's drop reasons, and one of
- * the adapter's own, a url the balancer holds that beacon did not create
- * (libbeacon only knows that its caller declined the url).
+ * What a receiver counts as dropped: libbeacon's drop reasons, and two of
+ * the adapter's own: a url the balancer holds that beacon did not create
+ * (libbeacon only knows that its caller declined the url), and a context
+ * the balancer does not let its members claim (libbeacon's allow-list
+ * decides; the datagram never reaches the member table).
  */
 #define BEACON_DROP_NOT_OURS BEACON_REASON_COUNT
-#define BEACON_DROP_COUNT (BEACON_REASON_COUNT + 1)
+#define BEACON_DROP_CONTEXT_NOT_ALLOWED (BEACON_REASON_COUNT + 1)
+#define BEACON_DROP_COUNT (BEACON_REASON_COUNT + 2)
 
 /* The log fragment and the counter key of a drop (libbeacon's for its
  * reasons). */
