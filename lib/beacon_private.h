@@ -14,6 +14,9 @@ int beacon_hex_value(char c);
  * names of datagram endpoints). Lengths are the caller's rule. */
 int beacon_is_word(const char *s, apr_size_t len);
 
+/* svc= and route=: 1 to max bytes of a word. */
+int beacon_word_span_is_valid(const char *s, apr_size_t len, apr_size_t max);
+
 /* A macro's value as a string literal, for static messages that name a
  * bound ("more than " BEACON_STR(BEACON_ALLOW_MAX_ENTRIES) " entries"). */
 #define BEACON_STR_(x) #x

@@ -93,91 +93,6 @@ static void put(writer_t *w, const char *s, apr_size_t n)
     w->len += n;
 }
 
-int beacon_value_is_valid(const char *v)
-{
-    if (*v == '\0') {
-        return 0;
-    }
-    for (; *v; v++) {
-        if (*v <= ' ' || *v > '~') {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-int beacon_is_word(const char *s, apr_size_t len)
-{
-    apr_size_t i;
-
-    for (i = 0; i < len; i++) {
-        char c = s[i];
-
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-')) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* svc= and route=: 1 to max bytes of a word. */
-static int word_span_is_valid(const char *s, apr_size_t len, apr_size_t max)
-{
-    return len > 0 && len <= max && beacon_is_word(s, len);
-}
-
-static int word_is_valid(const char *name, apr_size_t max)
-{
-    apr_size_t n = 0;
-
-    if (name == NULL) {
-        return 0;
-    }
-    while (n <= max && name[n] != '\0') {
-        n++; /* no further than one byte past the longest name */
-    }
-    return word_span_is_valid(name, n, max);
-}
-
-int beacon_service_is_valid(const char *name)
-{
-    return word_is_valid(name, BEACON_SERVICE_MAX);
-}
-
-int beacon_route_is_valid(const char *route)
-{
-    return word_is_valid(route, BEACON_ROUTE_MAX);
-}
-
-int beacon_lbfactor_parse(const char *s, apr_size_t len)
-{
-    apr_size_t i = 0, decimals = 0;
-    int hundredths = 0, seen_point = 0;
-
-    if (s == NULL || len == 0 || len > sizeof("100.00") - 1) {
-        return -1;
-    }
-    for (i = 0; i < len; i++) {
-        if (s[i] == '.' && !seen_point && i > 0 && i + 1 < len) {
-            seen_point = 1;
-        }
-        else if (s[i] >= '0' && s[i] <= '9' && (!seen_point || decimals < 2)) {
-            hundredths = hundredths * 10 + (s[i] - '0');
-            decimals += seen_point;
-        }
-        else {
-            return -1;
-        }
-    }
-    for (; decimals < 2; decimals++) {
-        hundredths *= 10;
-    }
-    return hundredths >= BEACON_LBFACTOR_MIN && hundredths <= BEACON_LBFACTOR_MAX
-               ? hundredths
-               : -1;
-}
-
 static int put_field(writer_t *w, const char *key, const char *value)
 {
     if (!beacon_value_is_valid(value)) {
@@ -535,7 +450,7 @@ static beacon_reason_t check_values(beacon_datagram_t *out)
     beacon_span_t paths[BEACON_CTX_MAX_PATHS];
 
     if (out->svc.ptr != NULL &&
-        !word_span_is_valid(out->svc.ptr, out->svc.len, BEACON_SERVICE_MAX)) {
+        !beacon_word_span_is_valid(out->svc.ptr, out->svc.len, BEACON_SERVICE_MAX)) {
         return bad_field(out, &out->svc, sizeof("svc") - 1);
     }
     if (out->ctx.ptr != NULL &&
@@ -543,7 +458,7 @@ static beacon_reason_t check_values(beacon_datagram_t *out)
         return bad_field(out, &out->ctx, sizeof("ctx") - 1);
     }
     if (out->route.ptr != NULL &&
-        !word_span_is_valid(out->route.ptr, out->route.len, BEACON_ROUTE_MAX)) {
+        !beacon_word_span_is_valid(out->route.ptr, out->route.len, BEACON_ROUTE_MAX)) {
         return bad_field(out, &out->route, sizeof("route") - 1);
     }
     if (out->lbfactor.ptr != NULL &&
@@ -555,32 +470,6 @@ static beacon_reason_t check_values(beacon_datagram_t *out)
         return bad_field(out, &out->state, sizeof("state") - 1);
     }
     return BEACON_OK;
-}
-
-static const char *const wire_states[] = {
-    [BEACON_WIRE_NONE] = "",
-    [BEACON_WIRE_LEAVING] = BEACON_STATE_LEAVING,
-    [BEACON_WIRE_DRAINING] = BEACON_STATE_DRAINING,
-    [BEACON_WIRE_STANDBY] = BEACON_STATE_STANDBY,
-};
-
-#define NWIRE_STATES (sizeof(wire_states) / sizeof(wire_states[0]))
-
-int beacon_wire_state_parse(const char *s, apr_size_t len)
-{
-    unsigned i;
-
-    for (i = BEACON_WIRE_LEAVING; s != NULL && i < NWIRE_STATES; i++) {
-        if (len == strlen(wire_states[i]) && memcmp(s, wire_states[i], len) == 0) {
-            return (int)i;
-        }
-    }
-    return -1;
-}
-
-const char *beacon_wire_state_name(beacon_wire_state_t state)
-{
-    return (unsigned)state < NWIRE_STATES ? wire_states[state] : "";
 }
 
 beacon_wire_state_t beacon_datagram_state(const beacon_datagram_t *dg)
