@@ -213,9 +213,7 @@ void set_ctx_field(beacon_announcement_t *a, const char *ctx)
 
     if (ctx && beacon_ctx_parse(ctx, strlen(ctx), paths) < 0) {
         fail_value("ctx", ctx, "contexts are 1 to 16 paths separated by "
-                   "commas, each / or /seg[/seg...], a segment 1 or more of "
-                   "A-Z a-z 0-9 . _ ~ - (not . or ..), at most 80 bytes (the "
-                   "ctx= rule)");
+                   "commas, each " BEACON_CONTEXT_RULE " (the ctx= rule)");
     }
     a->ctx = ctx;
 }

@@ -60,6 +60,11 @@ extern "C" {
  * BEACON_CTX_PATH_MAX bytes. */
 #define BEACON_CTX_MAX_PATHS 16
 #define BEACON_CTX_PATH_MAX 80
+/* beacon_context_is_valid's rule in words, for the messages of those that
+ * apply it (beaconctl, the module's directive). */
+#define BEACON_CONTEXT_RULE \
+    "/ or /seg[/seg...], a segment 1 or more of A-Z a-z 0-9 . _ ~ - (not . " \
+    "or ..), at most 80 bytes"
 
 /*
  * A sender says state=leaving once, then BEACON_LEAVING_REPEATS times

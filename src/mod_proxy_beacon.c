@@ -327,6 +327,69 @@ static void warn_about_config(apr_pool_t *p, server_rec *main_s)
     warn_about_receivers(p, main_s);
 }
 
+/*
+ * What only a sender announces of itself (ProxyBeaconRoute, -LBFactor,
+ * -Contexts), named in a server that is none, where it would be ignored
+ * without a word: the problem, with conf->where at its directive; NULL if
+ * none is.
+ */
+static const char *announced_without_sender(apr_pool_t *p,
+                                            beacon_server_conf *conf)
+{
+    const struct {
+        const beacon_announced *field;
+        const char *directive;
+    } announced[] = {{&conf->route, "ProxyBeaconRoute"},
+                     {&conf->lbfactor, "ProxyBeaconLBFactor"},
+                     {&conf->ctx, "ProxyBeaconContexts"}};
+    apr_size_t i;
+
+    for (i = 0; i < sizeof(announced) / sizeof(announced[0]); i++) {
+        if (announced[i].field->value) {
+            conf->where = announced[i].field->where;
+            return apr_pstrcat(p, announced[i].directive, " needs "
+                               "ProxyBeaconAddress in the same server", NULL);
+        }
+    }
+    return NULL;
+}
+
+/* What is wrong with the configuration of s, conf->where at the
+ * directive named (as check_config reports it), or NULL. */
+static const char *server_problem(apr_pool_t *p, server_rec *s,
+                                  beacon_server_conf *conf,
+                                  apr_array_header_t *seen,
+                                  apr_array_header_t *balancers)
+{
+    const char *problem;
+
+    if (conf->listen_set && conf->targets) {
+        return "ProxyBeaconListen and ProxyBeaconAddress cannot both be set "
+               "in one server: a server is a receiver or a sender";
+    }
+    if (!conf->targets &&
+        (problem = announced_without_sender(p, conf)) != NULL) {
+        return problem;
+    }
+    if (conf->listen_set) {
+        problem = receiver_problem(p, s, conf);
+        return problem ? problem
+                       : receiver_clash(p, s, conf, seen, balancers);
+    }
+    if (conf->targets && conf->nkeys == 0) {
+        return "ProxyBeaconSecret is required";
+    }
+    if (conf->targets && !APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance)) {
+        return "mod_watchdog is required by ProxyBeaconAddress";
+    }
+    if (beacon_balancer_count(conf) > 0) {
+        conf->where = beacon_balancer_at(conf, 0)->where;
+        return "ProxyBeaconBalancer needs ProxyBeaconListen in the same "
+               "server";
+    }
+    return NULL;
+}
+
 static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                         server_rec *main_s)
 {
@@ -342,46 +405,12 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
     }
     for (s = main_s; s; s = s->next) {
         beacon_server_conf *conf = beacon_role_conf(s, main_s);
-        const char *problem = NULL;
+        const char *problem;
 
         if (conf == NULL) {
             continue;
         }
-        if (conf->listen_set && conf->targets) {
-            problem = "ProxyBeaconListen and ProxyBeaconAddress cannot both "
-                      "be set in one server: a server is a receiver or a "
-                      "sender";
-        }
-        else if (!conf->targets && conf->route.value) {
-            /* only a sender announces it (and the load factor): anywhere
-             * else it would be ignored without a word */
-            problem = "ProxyBeaconRoute needs ProxyBeaconAddress in the same "
-                      "server";
-            conf->where = conf->route.where;
-        }
-        else if (!conf->targets && conf->lbfactor.value) {
-            problem = "ProxyBeaconLBFactor needs ProxyBeaconAddress in the "
-                      "same server";
-            conf->where = conf->lbfactor.where;
-        }
-        else if (conf->listen_set) {
-            problem = receiver_problem(ptemp, s, conf);
-            if (problem == NULL) {
-                problem = receiver_clash(ptemp, s, conf, seen, balancers);
-            }
-        }
-        else if (conf->targets && conf->nkeys == 0) {
-            problem = "ProxyBeaconSecret is required";
-        }
-        else if (conf->targets &&
-                 !APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance)) {
-            problem = "mod_watchdog is required by ProxyBeaconAddress";
-        }
-        else if (beacon_balancer_count(conf) > 0) {
-            problem = "ProxyBeaconBalancer needs ProxyBeaconListen in the "
-                      "same server";
-            conf->where = beacon_balancer_at(conf, 0)->where;
-        }
+        problem = server_problem(ptemp, s, conf, seen, balancers);
         if (problem) {
             ap_log_error(APLOG_MARK, APLOG_EMERG, 0, s, BCNLOGNO(00080)
                          "%s (%s)", problem, conf->where);

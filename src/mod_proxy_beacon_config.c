@@ -526,6 +526,70 @@ static const char *add_contexts(cmd_parms *cmd, beacon_balancer_conf *bc,
                                                          bad.ptr, bad.len)));
 }
 
+/* One path of ProxyBeaconContexts into conf's, unless it is there. */
+static const char *add_context(cmd_parms *cmd, beacon_server_conf *conf,
+                               const char *path)
+{
+    int i;
+
+    if (!beacon_context_is_valid(path, strlen(path))) {
+        return apr_psprintf(cmd->pool, "ProxyBeaconContexts: '%s' is not a "
+                            "context (" BEACON_CONTEXT_RULE ")",
+                            ap_escape_logitem(cmd->temp_pool, path));
+    }
+    for (i = 0; i < conf->contexts->nelts; i++) {
+        if (strcmp(APR_ARRAY_IDX(conf->contexts, i, const char *), path) == 0) {
+            return NULL; /* named twice: it counts once, as on the wire */
+        }
+    }
+    if (conf->contexts->nelts == BEACON_CTX_MAX_PATHS) {
+        return apr_psprintf(cmd->pool, "ProxyBeaconContexts: '%s' is one path "
+                            "too many: at most " DECIMAL(BEACON_CTX_MAX_PATHS)
+                            " in a server", path);
+    }
+    APR_ARRAY_PUSH(conf->contexts, const char *) = apr_pstrdup(cmd->pool, path);
+    return NULL;
+}
+
+/*
+ * ProxyBeaconContexts PATH [PATH ...], repeatable: the contexts a sender
+ * announces it serves (ctx=), every line's paths together. Each path
+ * passes libbeacon's rule and there are at most BEACON_CTX_MAX_PATHS, so
+ * their join is a ctx= value the wire accepts (asserted). Like the
+ * roles, they belong to the server that names them.
+ */
+static const char *set_contexts(cmd_parms *cmd, void *dummy, int argc,
+                                char *const argv[])
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+    beacon_span_t paths[BEACON_CTX_MAX_PATHS];
+    int i;
+
+    (void)dummy;
+    if (err == NULL && argc == 0) {
+        err = "ProxyBeaconContexts: expects 1 to "
+              DECIMAL(BEACON_CTX_MAX_PATHS) " paths, e.g. /shop /cart";
+    }
+    if (conf->contexts == NULL) {
+        conf->contexts = apr_array_make(cmd->pool, BEACON_CTX_MAX_PATHS,
+                                        sizeof(const char *));
+    }
+    for (i = 0; err == NULL && i < argc; i++) {
+        err = add_context(cmd, conf, argv[i]);
+    }
+    if (err) {
+        return err;
+    }
+    conf->ctx.value = apr_array_pstrcat(cmd->pool, conf->contexts, ',');
+    ap_assert(beacon_ctx_parse(conf->ctx.value, strlen(conf->ctx.value),
+                               paths) == conf->contexts->nelts);
+    if (conf->ctx.where == NULL) {
+        conf->ctx.where = where_of(cmd);
+    }
+    return NULL;
+}
+
 static const char *balancer_option(cmd_parms *cmd, beacon_balancer_conf *bc,
                                    const char *arg)
 {
@@ -672,6 +736,10 @@ const command_rec beacon_cmds[] = {
         RSRC_CONF,
         "the load factor this backend announces for its member "
         "(lbfactor=), 1 to 100"),
+    AP_INIT_TAKE_ARGV("ProxyBeaconContexts", set_contexts, NULL, RSRC_CONF,
+        "PATH [PATH ...]: the request paths (contexts) this backend "
+        "announces it serves (ctx=), e.g. /shop /cart; repeatable, 1 to "
+        DECIMAL(BEACON_CTX_MAX_PATHS) " in all"),
     AP_INIT_ITERATE("ProxyBeaconMemberParams", set_member_param, NULL,
         RSRC_CONF,
         "key=value ...: BalancerMember parameters for every member beacon "

@@ -67,6 +67,8 @@ typedef struct {
     const char *advertise;        /* canonical url, or NULL */
     beacon_announced route;       /* ProxyBeaconRoute */
     beacon_announced lbfactor;    /* ProxyBeaconLBFactor */
+    beacon_announced ctx;         /* ProxyBeaconContexts, joined: ctx= */
+    apr_array_header_t *contexts; /* its paths (const char *), each once */
     beacon_interval interval;
 
     /* both: senders sign with keys[0], receivers accept any of them */

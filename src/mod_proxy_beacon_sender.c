@@ -125,6 +125,7 @@ static int sign_next(beacon_sender *snd, const char *state, apr_time_t now,
      * announcement like every other is one less case */
     a.route = snd->conf->route.value;
     a.lbfactor = snd->conf->lbfactor.value;
+    a.ctx = snd->conf->ctx.value;
     a.host = snd->hostname;
     a.pid = getpid();
     a.state = state;

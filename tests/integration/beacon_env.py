@@ -42,6 +42,21 @@ def sender_httpd(httpd_factory, targets, advertise=True, interval="1", mpm="even
     return h
 
 
+def refused_by_apache2_t(httpd_factory, case, config, message):
+    """apache2 -t on config fails saying message, and what it said. A
+    "%s:%d" in message stands for the file and line of the first directive
+    named by message's first word (where a cross-directive check points)."""
+    h = httpd_factory(tail_config=config)
+    rc, out = h.check_config()
+    if "%s:%d" in message:
+        text = h.config_text()
+        line = text[:text.index(message.split()[0] + " ")].count("\n") + 1
+        message = message % (h.conf_path, line)
+    assert rc != 0, f"{case}: apache2 -t passed:\n{out}"
+    assert message in out, out
+    return out
+
+
 def restart(h, how):
     """how="graceful": a graceful restart; anything else: stop, then start."""
     if how == "graceful":

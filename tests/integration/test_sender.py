@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import beacon_wire as bw
-from beacon_env import (SECRET, enabled, make_proxy, receiver_config, sender_httpd,
-                        wait_member)
+from beacon_env import (SECRET, enabled, make_proxy, receiver_config,
+                        refused_by_apache2_t, sender_httpd, wait_member)
 from httpd import free_port, wait_for
 
 pytestmark = pytest.mark.beacon
@@ -217,14 +217,7 @@ ANNOUNCED_ERRORS = [
 @pytest.mark.parametrize("case,config,message", ANNOUNCED_ERRORS,
                          ids=[c[0] for c in ANNOUNCED_ERRORS])
 def test_bad_route_and_load_factor_fail_apache2_t(httpd_factory, case, config, message):
-    h = httpd_factory(tail_config=config)
-    rc, out = h.check_config()
-    if "%s:%d" in message:  # the file and line of the directive named
-        text = h.config_text()
-        line = text[:text.index(message.split()[0] + " ")].count("\n") + 1
-        message = message % (h.conf_path, line)
-    assert rc != 0, f"{case}: apache2 -t passed:\n{out}"
-    assert message in out, out
+    refused_by_apache2_t(httpd_factory, case, config, message)
 
 
 def test_good_route_and_load_factor_pass_apache2_t(httpd_factory):
