@@ -58,7 +58,7 @@ def proxy(httpd_factory):
     """A receiver whose balancer `app` may claim /app, sticky on Tomcat's
     session, with no ProxyPass at all. Returns (started httpd, udp port)."""
     udp = free_port()
-    h = httpd_factory(status=True)
+    h = httpd_factory()
     h.proxy_config = (f"<Proxy balancer://app>\n    ProxySet growth=4 stickysession={STICKY}\n"
                       "</Proxy>\n")
     h.proxypass_config = ""
