@@ -44,7 +44,8 @@ def tomcats(workdir):
     started = {}
     try:
         for route in ROUTES:
-            t = started[route] = Tomcat(route, workdir).start()
+            t = started[route] = Tomcat(route, workdir)  # stopped even if start fails
+            t.start()
             print(f"tomcat {route} answered {t.startup_seconds:.2f} s after its JVM started")
         yield started
     finally:

@@ -162,17 +162,19 @@ class Tomcat(ChildProcess):
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen(self.command(), cwd=self.base, stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=subprocess.STDOUT)
-        wait_for(self._answers, timeout, f"tomcat {self.route} on port {self.port}",
-                 interval=0.1)
+        try:
+            wait_for(self._answers, timeout, f"tomcat {self.route} on port {self.port}",
+                     interval=0.1)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.log_tail()}") from None
         self.startup_seconds = time.monotonic() - began
         return self
 
     def _answers(self):
         """True once the page names this instance's route; raises at once
-        if the JVM died."""
+        if the JVM died (start() adds its log)."""
         if self.proc.poll() is not None:
-            raise AssertionError(f"tomcat {self.route} exited {self.proc.returncode}:\n"
-                                 + self.log_tail())
+            raise AssertionError(f"tomcat {self.route} exited {self.proc.returncode}")
         try:
             status, _, body = self.get(APP_PATH)
         except OSError:
