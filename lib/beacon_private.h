@@ -4,6 +4,8 @@
 #ifndef BEACON_PRIVATE_H
 #define BEACON_PRIVATE_H
 
+#include <stdatomic.h>
+
 #include "beacon.h"
 
 /* 0-15 for a hex digit of either case, -1 otherwise. */
@@ -45,6 +47,11 @@ const char *beacon_routes_view(beacon_routes_view_t *v, const void *image,
 apr_uint32_t beacon_routes_find(const beacon_routes_view_t *v, const char *path,
                                 apr_size_t len, beacon_routes_entry_t *out,
                                 unsigned *probes);
+
+/* For the tests of torn reads: the seq counter and the image of the
+ * board's buffer that generation's parity names (beacon_board.c). */
+_Atomic apr_uint32_t *beacon_board_seq(void *board, apr_uint32_t generation);
+char *beacon_board_image(void *board, apr_uint32_t generation);
 
 /* A macro's value as a string literal, for static messages that name a
  * bound ("more than " BEACON_STR(BEACON_ALLOW_MAX_ENTRIES) " entries"). */
