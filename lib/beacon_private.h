@@ -4,6 +4,8 @@
 #ifndef BEACON_PRIVATE_H
 #define BEACON_PRIVATE_H
 
+#include <stdatomic.h>
+
 #include "beacon.h"
 
 /* 0-15 for a hex digit of either case, -1 otherwise. */
@@ -16,6 +18,40 @@ int beacon_is_word(const char *s, apr_size_t len);
 
 /* svc= and route=: 1 to max bytes of a word. */
 int beacon_word_span_is_valid(const char *s, apr_size_t len, apr_size_t max);
+
+/*
+ * A route image's header as a reader copied it, checked in O(1) by
+ * beacon_routes_view: the magic, the version, counts that fit, the one
+ * layout they give, all within size. A lookup through a view reads only
+ * inside that layout, whatever the bytes there hold: the board's readers
+ * (beacon_board.c) look up in images a writer may be rewriting, and throw
+ * away what they read when it was.
+ */
+typedef struct {
+    const char *image;
+    beacon_routes_header_t h; /* the copy */
+} beacon_routes_view_t;
+
+/* NULL, or a static message (beacon_routes_check's header messages). */
+const char *beacon_routes_view(beacon_routes_view_t *v, const void *image,
+                               apr_size_t size);
+
+/*
+ * beacon_routes_lookup's search in v: the index + 1 of the route of the
+ * longest context matching path[0..len), 0 when none. Each word it reads
+ * from the image is read once and every index checked before use, so a
+ * torn image gives a wrong answer, never a read outside v's layout.
+ * *out (when not NULL) gets a copy of the route; *probes (when not NULL)
+ * the buckets read.
+ */
+apr_uint32_t beacon_routes_find(const beacon_routes_view_t *v, const char *path,
+                                apr_size_t len, beacon_routes_entry_t *out,
+                                unsigned *probes);
+
+/* For the tests of torn reads: the seq counter and the image of the
+ * board's buffer that generation's parity names (beacon_board.c). */
+_Atomic apr_uint32_t *beacon_board_seq(void *board, apr_uint32_t generation);
+char *beacon_board_image(void *board, apr_uint32_t generation);
 
 /* A macro's value as a string literal, for static messages that name a
  * bound ("more than " BEACON_STR(BEACON_ALLOW_MAX_ENTRIES) " entries"). */

@@ -108,54 +108,88 @@ static const beacon_routes_header_t *header_of(const void *image)
     return (const beacon_routes_header_t *)image;
 }
 
-static const beacon_routes_bucket_t *buckets_of(const beacon_routes_header_t *h)
+/* The view of an image whose header needs no check (built here, or
+ * checked once): a copy of the header, so that the parts' offsets are
+ * read once as the board's readers read them. */
+static beacon_routes_view_t view_of(const void *image)
 {
-    return (const beacon_routes_bucket_t *)((const char *)h + h->buckets_off);
+    beacon_routes_view_t v;
+
+    v.image = image;
+    memcpy(&v.h, image, sizeof v.h);
+    return v;
 }
 
-static const beacon_routes_entry_t *routes_of(const beacon_routes_header_t *h)
+static const beacon_routes_bucket_t *buckets_of(const beacon_routes_view_t *v)
 {
-    return (const beacon_routes_entry_t *)((const char *)h + h->routes_off);
+    return (const beacon_routes_bucket_t *)(v->image + v->h.buckets_off);
 }
 
-static const char *name_of(const beacon_routes_header_t *h, const beacon_routes_entry_t *r)
+static const beacon_routes_entry_t *routes_of(const beacon_routes_view_t *v)
 {
-    return (const char *)h + h->names_off + r->name_off;
+    return (const beacon_routes_entry_t *)(v->image + v->h.routes_off);
+}
+
+static const char *name_of(const beacon_routes_view_t *v,
+                           const beacon_routes_entry_t *r)
+{
+    return v->image + v->h.names_off + r->name_off;
+}
+
+/* A word of an image another process may be rewriting (the board's
+ * buffers), read exactly once: the compiler may not read it again after
+ * it was checked, so a check holds for the value used. */
+static apr_uint32_t once32(const apr_uint32_t *p)
+{
+    return *(const volatile apr_uint32_t *)p;
+}
+
+static apr_uint16_t once16(const apr_uint16_t *p)
+{
+    return *(const volatile apr_uint16_t *)p;
 }
 
 /*
- * The route of the context s[0..len) of hash in h, or NULL; *probes
- * counts the buckets read. A probe ends at the key, at a bucket with a
- * free slot (the build fills every bucket on the way before the next),
- * or after max_probe buckets.
+ * The index + 1 of the route of the context s[0..len) of hash in v, or 0;
+ * *probes counts the buckets read. A probe ends at the key, at a bucket
+ * with a free slot (the build fills every bucket on the way before the
+ * next), or after max_probe buckets. Every index it takes from the image
+ * is checked before use (a ref within the routes, a name within the
+ * names), so even a torn image is read only inside v's layout.
  */
-static const beacon_routes_entry_t *probe(const beacon_routes_header_t *h,
-                                   apr_uint32_t hash, const char *s,
-                                   apr_size_t len, unsigned *probes)
+static apr_uint32_t probe(const beacon_routes_view_t *v, apr_uint32_t hash,
+                          const char *s, apr_size_t len, unsigned *probes)
 {
-    const beacon_routes_bucket_t *buckets = buckets_of(h);
-    const beacon_routes_entry_t *routes = routes_of(h);
-    apr_uint32_t mask = h->nbuckets - 1, b = hash & mask, i;
+    const beacon_routes_bucket_t *buckets = buckets_of(v);
+    const beacon_routes_entry_t *routes = routes_of(v);
+    const char *names = v->image + v->h.names_off;
+    apr_uint32_t mask = v->h.nbuckets - 1, b = hash & mask, i;
     unsigned slot;
 
-    for (i = 0; i < h->max_probe; i++, b = (b + 1) & mask) {
+    for (i = 0; i < v->h.max_probe; i++, b = (b + 1) & mask) {
         const beacon_routes_bucket_t *bucket = &buckets[b];
 
         (*probes)++;
         for (slot = 0; slot < SLOTS; slot++) {
+            apr_uint32_t ref = once32(&bucket->ref[slot]), off;
             const beacon_routes_entry_t *r;
 
-            if (bucket->ref[slot] == 0) {
-                return NULL;
+            if (ref == 0 || ref > v->h.nroutes) {
+                return 0;
             }
-            r = &routes[bucket->ref[slot] - 1];
-            if (bucket->hash[slot] == hash && r->name_len == len &&
-                memcmp(name_of(h, r), s, len) == 0) {
-                return r;
+            if (once32(&bucket->hash[slot]) != hash) {
+                continue;
+            }
+            r = &routes[ref - 1];
+            off = once32(&r->name_off);
+            if (once16(&r->name_len) == len &&
+                (apr_size_t)off + len <= v->h.names_len &&
+                memcmp(names + off, s, len) == 0) {
+                return ref;
             }
         }
     }
-    return NULL;
+    return 0;
 }
 
 /* Places route index ref - 1 (hash) in the first free slot of its probe
@@ -185,19 +219,21 @@ static apr_uint32_t place(beacon_routes_header_t *h, apr_uint32_t hash,
 static apr_uint32_t fill(beacon_routes_header_t *h, apr_uint32_t seed)
 {
     beacon_routes_entry_t *routes = (beacon_routes_entry_t *)((char *)h + h->routes_off);
+    beacon_routes_view_t v;
     apr_uint32_t i, longest = 1;
 
     memset((char *)h + h->buckets_off, 0,
            h->nbuckets * sizeof(beacon_routes_bucket_t));
     h->seed = seed;
     h->max_probe = h->nbuckets; /* while filling, probe() may look anywhere */
+    v = view_of(h);
     for (i = 0; i < h->nroutes; i++) {
         beacon_routes_entry_t *r = &routes[i];
         unsigned probes = 0;
         apr_uint32_t n;
 
-        r->hash = beacon_routes_hash(seed, name_of(h, r), r->name_len);
-        if (probe(h, r->hash, name_of(h, r), r->name_len, &probes) != NULL) {
+        r->hash = beacon_routes_hash(seed, name_of(&v, r), r->name_len);
+        if (probe(&v, r->hash, name_of(&v, r), r->name_len, &probes) != 0) {
             return 0;
         }
         n = place(h, r->hash, i + 1);
@@ -313,20 +349,20 @@ static const char *check_header(const beacon_routes_header_t *h, apr_size_t size
 }
 
 /* Every name inside the names, NUL-ended, a valid context of its hash. */
-static const char *check_routes(const beacon_routes_header_t *h)
+static const char *check_routes(const beacon_routes_view_t *v)
 {
-    const beacon_routes_entry_t *routes = routes_of(h);
+    const beacon_routes_entry_t *routes = routes_of(v);
     apr_uint32_t i;
 
-    for (i = 0; i < h->nroutes; i++) {
+    for (i = 0; i < v->h.nroutes; i++) {
         const beacon_routes_entry_t *r = &routes[i];
 
-        if ((apr_size_t)r->name_off + r->name_len >= h->names_len ||
-            name_of(h, r)[r->name_len] != '\0' ||
-            !beacon_context_is_valid(name_of(h, r), r->name_len)) {
+        if ((apr_size_t)r->name_off + r->name_len >= v->h.names_len ||
+            name_of(v, r)[r->name_len] != '\0' ||
+            !beacon_context_is_valid(name_of(v, r), r->name_len)) {
             return "a route image with a name out of place";
         }
-        if (r->hash != beacon_routes_hash(h->seed, name_of(h, r), r->name_len)) {
+        if (r->hash != beacon_routes_hash(v->h.seed, name_of(v, r), r->name_len)) {
             return "a route image with a hash that is not its name's";
         }
     }
@@ -336,53 +372,60 @@ static const char *check_routes(const beacon_routes_header_t *h)
 /* Refs in range with their routes' hashes, free slots only at a
  * bucket's end and zero, as many refs as routes, and each route where
  * its probe finds it (so none is there twice, none missing). */
-static const char *check_buckets(const beacon_routes_header_t *h)
+static const char *check_buckets(const beacon_routes_view_t *v)
 {
-    const beacon_routes_bucket_t *buckets = buckets_of(h);
-    const beacon_routes_entry_t *routes = routes_of(h);
+    const beacon_routes_bucket_t *buckets = buckets_of(v);
+    const beacon_routes_entry_t *routes = routes_of(v);
     apr_uint32_t b, used = 0;
     unsigned slot, probes = 0;
 
-    for (b = 0; b < h->nbuckets; b++) {
+    for (b = 0; b < v->h.nbuckets; b++) {
         for (slot = 0; slot < SLOTS; slot++) {
             apr_uint32_t ref = buckets[b].ref[slot];
 
             if (ref == 0 ? buckets[b].hash[slot] != 0 ||
                                (slot + 1 < SLOTS && buckets[b].ref[slot + 1] != 0)
-                         : ref > h->nroutes ||
+                         : ref > v->h.nroutes ||
                                buckets[b].hash[slot] != routes[ref - 1].hash) {
                 return "a route image with a bucket out of order";
             }
             used += ref != 0;
         }
     }
-    if (used != h->nroutes) {
+    if (used != v->h.nroutes) {
         return "a route image whose buckets do not hold its routes";
     }
-    for (b = 0; b < h->nroutes; b++) {
+    for (b = 0; b < v->h.nroutes; b++) {
         const beacon_routes_entry_t *r = &routes[b];
 
-        if (probe(h, r->hash, name_of(h, r), r->name_len, &probes) != r) {
+        if (probe(v, r->hash, name_of(v, r), r->name_len, &probes) != b + 1) {
             return "a route image with a route its probe does not find";
         }
     }
     return NULL;
 }
 
-const char *beacon_routes_check(const void *image, apr_size_t size)
+const char *beacon_routes_view(beacon_routes_view_t *v, const void *image,
+                               apr_size_t size)
 {
-    const beacon_routes_header_t *h = header_of(image);
-    const char *msg;
-
     if (image == NULL || ((uintptr_t)image & 3) != 0 ||
         size < sizeof(beacon_routes_header_t)) {
         return "not a route image (no header, or not 4-byte aligned)";
     }
-    if ((msg = check_header(h, size)) != NULL ||
-        (msg = check_routes(h)) != NULL) {
+    *v = view_of(image);
+    return check_header(&v->h, size);
+}
+
+const char *beacon_routes_check(const void *image, apr_size_t size)
+{
+    beacon_routes_view_t v;
+    const char *msg;
+
+    if ((msg = beacon_routes_view(&v, image, size)) != NULL ||
+        (msg = check_routes(&v)) != NULL) {
         return msg;
     }
-    return check_buckets(h);
+    return check_buckets(&v);
 }
 
 typedef struct {
@@ -420,22 +463,40 @@ static unsigned prefixes(apr_uint32_t seed, const char *path, apr_size_t len,
     return n;
 }
 
-const beacon_routes_entry_t *beacon_routes_lookup(const void *image, const char *path,
-                                          apr_size_t len, unsigned *probes)
+apr_uint32_t beacon_routes_find(const beacon_routes_view_t *v, const char *path,
+                                apr_size_t len, beacon_routes_entry_t *out,
+                                unsigned *probes)
 {
-    const beacon_routes_header_t *h = header_of(image);
     prefix_t cand[BEACON_CTX_PATH_MAX];
-    unsigned n = prefixes(h->seed, path, len, cand), count = 0;
-    const beacon_routes_entry_t *r = NULL;
+    unsigned n = prefixes(v->h.seed, path, len, cand), count = 0;
+    apr_uint32_t ref = 0;
 
-    while (n > 0 && r == NULL) {
+    while (n > 0 && ref == 0) {
         n--;
-        r = probe(h, cand[n].hash, path, cand[n].len, &count);
+        ref = probe(v, cand[n].hash, path, cand[n].len, &count);
+    }
+    if (ref != 0 && out != NULL) {
+        const beacon_routes_entry_t *r = &routes_of(v)[ref - 1];
+
+        out->hash = once32(&r->hash);
+        out->value = once32(&r->value);
+        out->name_off = once32(&r->name_off);
+        out->name_len = once16(&r->name_len);
+        out->balancer = once16(&r->balancer);
     }
     if (probes != NULL) {
         *probes = count;
     }
-    return r;
+    return ref;
+}
+
+const beacon_routes_entry_t *beacon_routes_lookup(const void *image, const char *path,
+                                          apr_size_t len, unsigned *probes)
+{
+    beacon_routes_view_t v = view_of(image);
+    apr_uint32_t ref = beacon_routes_find(&v, path, len, NULL, probes);
+
+    return ref != 0 ? &routes_of(&v)[ref - 1] : NULL;
 }
 
 unsigned beacon_routes_count(const void *image)
@@ -445,10 +506,14 @@ unsigned beacon_routes_count(const void *image)
 
 const beacon_routes_entry_t *beacon_routes_at(const void *image, unsigned i)
 {
-    return &routes_of(header_of(image))[i];
+    beacon_routes_view_t v = view_of(image);
+
+    return &routes_of(&v)[i];
 }
 
 const char *beacon_routes_name(const void *image, const beacon_routes_entry_t *route)
 {
-    return name_of(header_of(image), route);
+    beacon_routes_view_t v = view_of(image);
+
+    return name_of(&v, route);
 }
