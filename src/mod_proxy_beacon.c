@@ -14,6 +14,7 @@
 #include "mod_proxy_beacon_balancer.h"
 #include "mod_proxy_beacon_config.h"
 #include "mod_proxy_beacon_receiver.h"
+#include "mod_proxy_beacon_routing.h"
 #include "mod_proxy_beacon_sender.h"
 #include "mod_proxy_beacon_status.h"
 #include "mod_proxy_beacon_worker.h"
@@ -488,6 +489,7 @@ static void register_hooks(apr_pool_t *p)
                            APR_HOOK_MIDDLE);
     ap_hook_post_read_request(sync_on_request, NULL, NULL, APR_HOOK_MIDDLE);
     beacon_status_register_hooks();
+    beacon_routing_register_hooks();
 }
 
 /* Not AP_DECLARE_MODULE: mod_proxy_beacon_util.h has APLOG_USE_MODULE. */

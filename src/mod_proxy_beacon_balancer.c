@@ -421,7 +421,7 @@ static void apply_changed_attrs(beacon_balancer *t, const char *url,
  * when that differs from the member, looked at without the lock (the
  * owner alone writes these) and again under it. */
 static void heard(beacon_balancer *t, const beacon_announcement *a,
-                  apr_time_t now)
+                  apr_time_t now, beacon_outcome *out)
 {
     beacon_entry *e = beacon_registry_find_hinted(t->registry, t->name, a->url,
                                                   a->hint);
@@ -441,6 +441,11 @@ static void heard(beacon_balancer *t, const beacon_announcement *a,
         e->high_ts = a->ts;
     }
     e->last_heard = now;
+    if (a->attrs && a->attrs->claims) {
+        out->claims_changed = beacon_registry_claim(
+            t->registry, (unsigned)*a->hint, a->attrs->ctx.ptr ? a->attrs->ctx.ptr : "",
+            a->attrs->ctx.ptr ? a->attrs->ctx.len : 0);
+    }
     if (a->attrs == NULL || (slot = beacon_worker_slot(t->w, e)) == NULL) {
         return;
     }
@@ -467,7 +472,7 @@ void beacon_balancer_announced(beacon_balancer *t,
     default:
         break;
     }
-    heard(t, a, now);
+    heard(t, a, now, out);
 }
 
 /* The replay marks of t's balancer, written from members[n] on; returns
@@ -520,6 +525,30 @@ int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
     }
     n = add_replay_marks(t, p, *members, n);
     beacon_worker_unlock(t->w);
+    return n;
+}
+
+int beacon_balancer_claims(const beacon_balancer *t, apr_pool_t *p,
+                           beacon_claim **claims)
+{
+    unsigned i;
+    int n = 0;
+
+    *claims = apr_palloc(p, sizeof(beacon_claim) * BEACON_REGISTRY_SIZE);
+    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+        const beacon_entry *e = beacon_registry_entry(t->registry, i);
+        const char *ctx;
+
+        /* a member being renamed, or forgotten, serves nothing more */
+        if (e == NULL || e->state != BEACON_ENTRY_MEMBER || e->forgotten ||
+            strcmp(e->balancer, t->name) != 0 ||
+            *(ctx = beacon_registry_claims(t->registry, i)) == '\0') {
+            continue;
+        }
+        (*claims)[n].url = apr_pstrdup(p, e->url);
+        (*claims)[n].ctx = apr_pstrdup(p, ctx);
+        n++;
+    }
     return n;
 }
 

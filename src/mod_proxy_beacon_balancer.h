@@ -31,6 +31,10 @@ typedef struct {
     char route[BEACON_ROUTE_MAX + 1]; /* "": not announced */
     int lbfactor;                     /* hundredths; 0: not announced */
     beacon_wire_state_t state;        /* draining: N, standby: H (1.2) */
+    int claims;                       /* the balancer routes contexts, and
+                                       * this announcement says which the
+                                       * member serves (ctx, below) */
+    beacon_span_t ctx;                /* ctx=, checked; absent: none */
 } beacon_member_attrs;
 
 /* What an add says besides its result. */
@@ -86,6 +90,7 @@ typedef struct {
     beacon_add_info info;     /* BEACON_ACT_ADD */
     apr_status_t changed;     /* ENABLE, DISABLE: APR_NOTFOUND when the
                                * member is gone or not beacon's */
+    int claims_changed;       /* the member's claimed contexts changed */
 } beacon_outcome;
 
 /*
@@ -96,8 +101,9 @@ typedef struct {
  *    or finds it there (adopted, or someone else's);
  *  - ENABLE, DISABLE: beacon_balancer_set_disabled;
  * and, whatever it asks, keeps the member's last-heard time and replay
- * mark for a restart or a new owner, and applies its route, load factor
- * and state when they differ from the member's (logged).
+ * mark for a restart or a new owner, and its claimed contexts (attrs
+ * claims), and applies its route, load factor and state when they differ
+ * from the member's (logged).
  */
 void beacon_balancer_announced(beacon_balancer *t,
                                const beacon_announcement *a, apr_time_t now,
@@ -119,6 +125,18 @@ apr_status_t beacon_balancer_set_disabled(beacon_balancer *t, const char *url,
  * slot went to another (gone); returns how many were written. */
 int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
                                    beacon_member **members);
+
+/* A member and the contexts it claims (beacon_registry_claims). */
+typedef struct {
+    const char *url;
+    const char *ctx;        /* as announced: "/shop,/cart" */
+} beacon_claim;
+
+/* The members of t's balancer that claim contexts, evicted and leaving
+ * ones included (their routes stay until they are forgotten); returns
+ * how many were written into *claims (from p). */
+int beacon_balancer_claims(const beacon_balancer *t, apr_pool_t *p,
+                           beacon_claim **claims);
 
 /* Growth of the balancer: slots in use by runtime members, free, and
  * held by members whose slot could be recycled now. */

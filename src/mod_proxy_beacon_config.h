@@ -61,6 +61,9 @@ typedef struct {
     beacon_interval max_skew;
     beacon_interval forget;       /* 0 = never; see beacon_forget_interval */
     beacon_member_params *member_params; /* ProxyBeaconMemberParams, or NULL */
+    struct beacon_route_table *routes; /* its route table, from post_config on
+                                   * (mod_proxy_beacon_routes.h); NULL:
+                                   * it routes no contexts */
 
     /* sender */
     apr_array_header_t *targets;  /* beacon_dest */

@@ -285,14 +285,21 @@ static void remember_sender(beacon_receiver *r, const beacon_event_t *ev)
     }
 }
 
-/* The route and load factor a verified datagram announces (libbeacon
- * checked their values). */
-static void attrs_of(const beacon_datagram_t *dg, beacon_member_attrs *attrs)
+/* The route, load factor, state and contexts a verified datagram
+ * announces (libbeacon checked their values). A member's claims are
+ * those of its latest announcement, one without ctx= claiming none;
+ * except a leaving one, which says the member goes, not that its
+ * applications moved: their routes stay, answering 503, until it is
+ * forgotten. */
+static void attrs_of(const beacon_receiver *r, const beacon_datagram_t *dg,
+                     beacon_member_attrs *attrs)
 {
     apr_size_t n = dg->route.ptr ? dg->route.len : 0;
 
     memset(attrs, 0, sizeof(*attrs));
     attrs->state = beacon_datagram_state(dg);
+    attrs->claims = r->bal->contexts != NULL && !beacon_datagram_is_leaving(dg);
+    attrs->ctx = dg->ctx;
     if (n > 0 && n < sizeof(attrs->route)) {
         memcpy(attrs->route, dg->route.ptr, n);
     }
@@ -335,6 +342,14 @@ static beacon_receiver *lane_of(beacon_receiver *l, const beacon_datagram_t *dg)
     /* the ring made a datagram without svc= a wrong service when no
      * balancer is without one */
     return l->lanes[l->default_lane >= 0 ? l->default_lane : 0];
+}
+
+/* The contexts claimed changed, or a member that claimed some went. */
+static void reroute(const beacon_receiver *l, apr_pool_t *p)
+{
+    if (l->routes) {
+        beacon_route_table_publish(l->routes, p);
+    }
 }
 
 void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
@@ -382,7 +397,7 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
         log_unbound(r, &ev, buf, len, scratch);
         return;
     }
-    attrs_of(&ev.dg, &attrs);
+    attrs_of(r, &ev.dg, &attrs);
     announcement.url = ev.url;
     announcement.action = ev.action;
     announcement.ts = ev.dg.ts;
@@ -390,6 +405,10 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
     announcement.hint = &r->entry_hint[ev.rec - r->table->rec];
     beacon_balancer_announced(r->target, &announcement, now, scratch, &out);
     report_outcome(r, &ev, &out, now, scratch);
+    if (out.claims_changed || out.added == BEACON_ADD_RECYCLED) {
+        /* at once: a new context is routed on the next request */
+        reroute(l, scratch);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -464,6 +483,7 @@ static void keep(beacon_receiver *r, apr_time_t now, apr_pool_t *p)
     if (forgotten > 0) {
         r->shared->events[BEACON_EV_FORGOTTEN] += (apr_uint64_t)forgotten;
         r->dirty = DIRTY_CHANGED;
+        reroute(r->listener, p);
     }
 }
 

@@ -387,6 +387,49 @@ static void print_senders(const scrape *s)
 }
 
 /* ------------------------------------------------------------------ */
+/* Contexts                                                            */
+
+/* Each routed context's claimants by state: "active" always (0: the
+ * context answers 503), the other states where some are in them. */
+static void print_context(const scrape *s, const beacon_shown_context *c)
+{
+    static const char *const states[] = {"active", "evicted", "leaving",
+                                         "pending add", "new", "unknown"};
+    apr_pool_t *p = s->r->pool;
+    const char *labels = apr_pstrcat(p, label(p, "balancer", c->balancer), ",",
+                                     label(p, "context", c->context), NULL);
+    unsigned k;
+    int m, in;
+
+    for (k = 0; k < sizeof(states) / sizeof(states[0]); k++) {
+        for (m = 0, in = 0; m < c->nmembers; m++) {
+            in += strcmp(c->members[m].state, states[k]) == 0;
+        }
+        if (in > 0 || k == 0) {
+            sample(s->r, "beacon_context_members",
+                   apr_pstrcat(p, labels, ",", label(p, "state", states[k]), NULL),
+                   count(p, (apr_uint64_t)in));
+        }
+    }
+}
+
+static void print_contexts(const scrape *s)
+{
+    beacon_shown_context *contexts;
+    int i, n = beacon_view_contexts(s->r, s->rx, s->nrx, &contexts);
+
+    if (n == 0) {
+        return;
+    }
+    family(s->r, "beacon_context_members", "gauge",
+           "Members that claim a routed context (ctx=), by state; a context "
+           "with no active one answers 503.");
+    for (i = 0; i < n; i++) {
+        print_context(s, &contexts[i]);
+    }
+}
+
+/* ------------------------------------------------------------------ */
 
 void beacon_metrics_print(request_rec *r, const server_rec *only)
 {
@@ -408,6 +451,7 @@ void beacon_metrics_print(request_rec *r, const server_rec *only)
         print_member_times(&s);
         print_events(&s);
         print_dropped(&s);
+        print_contexts(&s);
     }
     if (s.ntx > 0) {
         print_senders(&s);

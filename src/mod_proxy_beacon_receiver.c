@@ -174,6 +174,31 @@ static beacon_receiver *make_lane(apr_pool_t *pconf, beacon_receiver *l, int i)
     return r->shared ? r : NULL;
 }
 
+/* The route table of listener l's balancers that route contexts, made
+ * before any child exists: every child finds it in the virtual host's
+ * configuration. */
+static apr_status_t open_routes(apr_pool_t *pconf, beacon_receiver *l)
+{
+    beacon_route_lane *lanes;
+    int i, failed;
+
+    lanes = apr_pcalloc(pconf, sizeof(*lanes) * (apr_size_t)l->nlanes);
+    for (i = 0; i < l->nlanes; i++) {
+        const beacon_balancer_conf *bal = l->lanes[i]->bal;
+
+        if (bal == NULL) {
+            return APR_SUCCESS; /* log-only: one lane, no balancer */
+        }
+        lanes[i].name = bal->name;
+        lanes[i].contexts = bal->contexts;
+        lanes[i].target = l->lanes[i]->target;
+    }
+    l->routes = beacon_route_table_open(pconf, l->s, l->label, lanes, l->nlanes,
+                                   &failed);
+    l->conf->routes = l->routes;
+    return failed ? APR_EGENERAL : APR_SUCCESS;
+}
+
 /* One ProxyBeaconListen: its receivers, one per balancer, appended at
  * *tail; NULL when one of them cannot be had (logged). */
 static beacon_receiver *make_listener(apr_pool_t *pconf, server_rec *s,
@@ -211,7 +236,7 @@ static beacon_receiver *make_listener(apr_pool_t *pconf, server_rec *s,
         receiver_count++;
     }
     warn_short_timeout(l);
-    return l;
+    return open_routes(pconf, l) == APR_SUCCESS ? l : NULL;
 }
 
 /*

@@ -13,6 +13,7 @@
 #include "mod_proxy_beacon_balancer.h"
 #include "mod_proxy_beacon_config.h"
 #include "mod_proxy_beacon_inbox.h"
+#include "mod_proxy_beacon_routes.h"
 #include "mod_proxy_beacon_shm.h"
 
 /*
@@ -41,6 +42,7 @@ struct beacon_receiver {
     beacon_ring_t *ring;       /* the keys, by service */
     int *lane_of;              /* the receiver of ring service k */
     int default_lane;          /* the one without a service, or -1 */
+    beacon_route_table *routes;     /* its contexts' routes; NULL: none */
 
     /* in every child, from post_config on */
     apr_socket_t *sock;        /* the parent's socket, or NULL */

@@ -30,12 +30,26 @@
 #define FIRST_ENTRY 1
 #define SLOTS (BEACON_REGISTRY_SIZE + FIRST_ENTRY)
 
+/* The contexts each member claims, in a slotmem of their own (one slot per
+ * entry, by index) rather than in the entry: version 4's layout, and so
+ * what a persisted registry holds, stays as it is. A slot counts for
+ * entry i only while it names the entry's url. */
+#define MARK_CLAIMS 0x42434e43 /* "BCNC" */
+typedef struct {
+    apr_uint32_t magic;        /* MARK_CLAIMS; anything else: no claims */
+    apr_uint32_t len;          /* of value */
+    char url[BEACON_URL_MAX];  /* the member it is of */
+    char value[BEACON_CLAIMS_SIZE]; /* ctx=, as announced, NUL-terminated */
+} claims_slot;
+
 _Static_assert(sizeof(beacon_registry_header) <= sizeof(beacon_entry),
                "the header takes an entry's slot");
 
 struct beacon_registry {
     ap_slotmem_provider_t *storage;
     ap_slotmem_instance_t *slots;
+    ap_slotmem_instance_t *claims; /* claims_slot by entry index */
+    const char *key;               /* the receiver's, for log lines */
 };
 
 /* ------------------------------------------------------------------ */
@@ -56,16 +70,17 @@ typedef struct {
 #define PERSIST_PREFIX "slotmem-shm-"
 #define PERSIST_SUFFIX ".shm.persist"
 
-static apr_size_t persisted_data_size(void)
+static apr_size_t persisted_data_size(apr_size_t size, unsigned num)
 {
-    return APR_ALIGN_DEFAULT(sizeof(unsigned int)) +
-           sizeof(beacon_entry) * SLOTS + SLOTS;
+    return APR_ALIGN_DEFAULT(sizeof(unsigned int)) + size * num + num;
 }
 
-/* NULL when the file at path may be restored (or is absent), else why not. */
-static const char *persisted_flaw(apr_pool_t *p, const char *path)
+/* NULL when the file at path of num slots of size bytes may be restored
+ * (or is absent), else why not. */
+static const char *persisted_flaw(apr_pool_t *p, const char *path,
+                                  apr_size_t size, unsigned num)
 {
-    apr_size_t data = persisted_data_size();
+    apr_size_t data = persisted_data_size(size, num);
     apr_size_t whole = data + APR_MD5_DIGESTSIZE +
                        APR_ALIGN_DEFAULT(sizeof(persisted_desc));
     unsigned char digest[APR_MD5_DIGESTSIZE];
@@ -96,7 +111,7 @@ static const char *persisted_flaw(apr_pool_t *p, const char *path)
     }
     /* copied out: it follows a byte per slot, at any alignment */
     memcpy(&desc, buf + data + APR_MD5_DIGESTSIZE, sizeof(desc));
-    if (desc.size != sizeof(beacon_entry) || desc.num != SLOTS) {
+    if (desc.size != size || desc.num != num) {
         return "it describes another layout";
     }
     return NULL;
@@ -104,9 +119,10 @@ static const char *persisted_flaw(apr_pool_t *p, const char *path)
 
 /* Renames a persisted file that must not be restored, so that the
  * operator can look at it and the server starts with an empty registry. */
-static void set_aside_if_unsound(apr_pool_t *p, server_rec *s, const char *path)
+static void set_aside_if_unsound(apr_pool_t *p, server_rec *s, const char *path,
+                                 apr_size_t size, unsigned num)
 {
-    const char *flaw = persisted_flaw(p, path);
+    const char *flaw = persisted_flaw(p, path, size, num);
     const char *aside;
     apr_status_t rv;
 
@@ -161,20 +177,20 @@ static const char *registry_name(apr_pool_t *p, const char *key)
     return apr_psprintf(p, "beacon-%08x", h);
 }
 
-beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
-                                      const char *key)
+/* The persisted slotmem name of num slots of size bytes, its file set
+ * aside first when it is not whole and kept private after; NULL (logged)
+ * when shared memory cannot be had. */
+static ap_slotmem_instance_t *open_slots(beacon_registry *reg, apr_pool_t *pconf,
+                                         server_rec *s, const char *name,
+                                         apr_size_t size, unsigned num)
 {
-    beacon_registry *reg = apr_pcalloc(pconf, sizeof(*reg));
-    const char *name = registry_name(pconf, key);
     const char *path = ap_runtime_dir_relative(
         pconf, apr_pstrcat(pconf, PERSIST_PREFIX, name, PERSIST_SUFFIX, NULL));
+    ap_slotmem_instance_t *slots = NULL;
     apr_status_t rv;
 
-    set_aside_if_unsound(pconf, s, path);
-    /* check_config made sure mod_slotmem_shm is loaded */
-    reg->storage = ap_lookup_provider(AP_SLOTMEM_PROVIDER_GROUP, "shm",
-                                      AP_SLOTMEM_PROVIDER_VERSION);
-    rv = reg->storage->create(&reg->slots, name, sizeof(beacon_entry), SLOTS,
+    set_aside_if_unsound(pconf, s, path, size, num);
+    rv = reg->storage->create(&slots, name, size, num,
                               AP_SLOTMEM_TYPE_PREGRAB | AP_SLOTMEM_TYPE_PERSIST,
                               pconf);
     if (rv != APR_SUCCESS) {
@@ -185,8 +201,24 @@ beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
     }
     keep_private(pconf, path);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, BCNLOGNO(00086)
-                 "member registry of %s: %s", key, path);
-    return reg;
+                 "member registry of %s: %s", reg->key, path);
+    return slots;
+}
+
+beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
+                                      const char *key)
+{
+    beacon_registry *reg = apr_pcalloc(pconf, sizeof(*reg));
+    const char *name = registry_name(pconf, key);
+
+    reg->key = key;
+    /* check_config made sure mod_slotmem_shm is loaded */
+    reg->storage = ap_lookup_provider(AP_SLOTMEM_PROVIDER_GROUP, "shm",
+                                      AP_SLOTMEM_PROVIDER_VERSION);
+    reg->slots = open_slots(reg, pconf, s, name, sizeof(beacon_entry), SLOTS);
+    reg->claims = open_slots(reg, pconf, s, apr_pstrcat(pconf, name, "-ctx", NULL),
+                             sizeof(claims_slot), BEACON_REGISTRY_SIZE);
+    return reg->slots && reg->claims ? reg : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -420,4 +452,51 @@ unsigned beacon_registry_damaged(const beacon_registry *reg)
         }
     }
     return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Claimed contexts                                                    */
+
+static claims_slot *claims_at(const beacon_registry *reg, unsigned i)
+{
+    void *p = NULL;
+
+    if (i >= BEACON_REGISTRY_SIZE ||
+        reg->storage->dptr(reg->claims, i, &p) != APR_SUCCESS) {
+        return NULL;
+    }
+    return p;
+}
+
+const char *beacon_registry_claims(const beacon_registry *reg, unsigned i)
+{
+    const beacon_entry *e = beacon_registry_entry(reg, i);
+    const claims_slot *c = claims_at(reg, i);
+
+    if (e == NULL || c == NULL || c->magic != MARK_CLAIMS ||
+        c->len >= sizeof(c->value) || c->value[c->len] != '\0' ||
+        !terminated(c->url, sizeof(c->url)) || strcmp(c->url, e->url) != 0) {
+        return "";
+    }
+    return c->value;
+}
+
+int beacon_registry_claim(const beacon_registry *reg, unsigned i,
+                          const char *value, apr_size_t len)
+{
+    const beacon_entry *e = beacon_registry_entry(reg, i);
+    claims_slot *c = claims_at(reg, i);
+    const char *now = beacon_registry_claims(reg, i);
+
+    if (e == NULL || c == NULL || len >= sizeof(c->value) ||
+        (strlen(now) == len && memcmp(now, value, len) == 0)) {
+        return 0;
+    }
+    c->magic = 0; /* a child that dies mid-write leaves no half claim */
+    apr_cpystrn(c->url, e->url, sizeof(c->url));
+    memcpy(c->value, value, len);
+    c->value[len] = '\0';
+    c->len = (apr_uint32_t)len;
+    c->magic = MARK_CLAIMS;
+    return 1;
 }

@@ -28,6 +28,9 @@
 
 #define BEACON_REGISTRY_SIZE BEACON_TABLE_CAPACITY /* entries */
 
+/* A member's claimed contexts as ctx= carries them, with the NUL. */
+#define BEACON_CLAIMS_SIZE (BEACON_CTX_MAX_PATHS * (BEACON_CTX_PATH_MAX + 1))
+
 /* What balancer-manager lets an admin set on a member, kept so that a
  * restart gives it back (BalancerPersist or not). */
 typedef struct {
@@ -133,6 +136,16 @@ beacon_entry *beacon_registry_put_mark(const beacon_registry *reg,
 int beacon_registry_has_room(const beacon_registry *reg);
 
 void beacon_registry_forget(beacon_entry *e);
+
+/* The contexts member entry i claimed in its latest announcement that
+ * said (ctx=, as announced: "/shop,/cart"); "" when it claims none, or i
+ * is no member entry. Kept with the registry, so a restart keeps them. */
+const char *beacon_registry_claims(const beacon_registry *reg, unsigned i);
+
+/* Sets entry i's claims to value[0..len) ("" claims none); returns
+ * whether they changed. The owner's only. */
+int beacon_registry_claim(const beacon_registry *reg, unsigned i,
+                          const char *value, apr_size_t len);
 
 /* Frees the entries that are neither free nor sound (another layout, an
  * unterminated string); returns how many. */

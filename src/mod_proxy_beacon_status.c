@@ -71,6 +71,25 @@ static void print_balancer_auto(request_rec *r, const beacon_shown_receiver *sr)
                dropped);
 }
 
+/* The contexts routed, and how many of them have no member in rotation
+ * (they answer 503). */
+static void print_contexts_auto(request_rec *r, const beacon_shown_receiver *shown,
+                                int n)
+{
+    beacon_shown_context *contexts;
+    int i, m, down = 0, nctx = beacon_view_contexts(r, shown, n, &contexts);
+
+    for (i = 0; i < nctx; i++) {
+        int up = 0;
+
+        for (m = 0; m < contexts[i].nmembers; m++) {
+            up += strcmp(contexts[i].members[m].state, "active") == 0;
+        }
+        down += up == 0;
+    }
+    ap_rprintf(r, "BeaconContexts: %d\nBeaconContextsDown: %d\n", nctx, down);
+}
+
 static void print_auto(request_rec *r)
 {
     apr_uint64_t dropped[BEACON_DROP_COUNT] = {0}, events[BEACON_EV_COUNT] = {0};
@@ -123,6 +142,7 @@ static void print_auto(request_rec *r)
     for (i = 0; i < n; i++) {
         print_balancer_auto(r, &shown[i]);
     }
+    print_contexts_auto(r, shown, n);
     ap_rprintf(r, "BeaconSenders: %d\nBeaconSent: %" APR_UINT64_T_FMT "\n"
                "BeaconSendErrors: %" APR_UINT64_T_FMT "\n", nsenders, sent, errors);
     for (i = 0; i < nsenders; i++) {
@@ -265,6 +285,32 @@ static void print_destinations_json(request_rec *r, const beacon_fanout_t *f)
     ap_rputs(f->nnames ? "]" : "[]", r);
 }
 
+/* context, then balancer, then the members that claim it */
+static void print_contexts_json(request_rec *r, const beacon_shown_receiver *shown,
+                                int n)
+{
+    beacon_shown_context *contexts;
+    int i, m, nctx = beacon_view_contexts(r, shown, n, &contexts);
+
+    ap_rputs("[", r);
+    for (i = 0; i < nctx; i++) {
+        ap_rputs(i ? ", {\"context\": " : "{\"context\": ", r);
+        json_str(r, contexts[i].context);
+        ap_rputs(", \"balancer\": ", r);
+        json_str(r, contexts[i].balancer);
+        ap_rputs(", \"members\": [", r);
+        for (m = 0; m < contexts[i].nmembers; m++) {
+            ap_rputs(m ? ", {\"url\": " : "{\"url\": ", r);
+            json_str(r, contexts[i].members[m].url);
+            ap_rputs(", \"state\": ", r);
+            json_str(r, contexts[i].members[m].state);
+            ap_rputs("}", r);
+        }
+        ap_rputs("]}", r);
+    }
+    ap_rputs("]", r);
+}
+
 static void print_json(request_rec *r, const server_rec *only)
 {
     beacon_shown_receiver *shown;
@@ -277,7 +323,9 @@ static void print_json(request_rec *r, const server_rec *only)
         ap_rputs(i ? ", " : "", r);
         print_receiver_json(r, &shown[i]);
     }
-    ap_rputs("], \"senders\": [", r);
+    ap_rputs("], \"contexts\": ", r);
+    print_contexts_json(r, shown, n);
+    ap_rputs(", \"senders\": [", r);
     for (i = 0; i < nsenders; i++) {
         const beacon_sender_view *v = &senders[i];
         int t;

@@ -443,6 +443,36 @@ static void print_sender_html(request_rec *r, const beacon_sender_view *v)
     ap_rputs("</section>\n", r);
 }
 
+/* The contexts routed: context, then balancer, then the members that
+ * claim it, each with its state. */
+static void print_contexts_html(request_rec *r, const beacon_shown_receiver *shown,
+                                int n)
+{
+    beacon_shown_context *contexts;
+    int i, m, nctx = beacon_view_contexts(r, shown, n, &contexts);
+
+    if (nctx == 0) {
+        return;
+    }
+    ap_rputs("<section class=\"contexts\"><h2>Contexts</h2>\n"
+             "<div class=\"scroll\"><table class=\"contexts\"><thead><tr>"
+             "<th>context</th><th>balancer</th><th>members</th></tr>"
+             "</thead><tbody>\n", r);
+    for (i = 0; i < nctx; i++) {
+        ap_rprintf(r, "<tr><td><code>%s</code></td><td>%s</td><td>",
+                   html(r->pool, contexts[i].context),
+                   html(r->pool, contexts[i].balancer));
+        for (m = 0; m < contexts[i].nmembers; m++) {
+            ap_rprintf(r, "%s<code>%s</code> %s", m ? "<br>" : "",
+                       html(r->pool, contexts[i].members[m].url),
+                       html(r->pool, contexts[i].members[m].state));
+        }
+        ap_rputs(contexts[i].nmembers ? "</td></tr>\n"
+                                      : "<span class=\"mut\">none</span></td></tr>\n", r);
+    }
+    ap_rputs("</tbody></table></div></section>\n", r);
+}
+
 /* ------------------------------------------------------------------ */
 /* Pages                                                               */
 
@@ -456,6 +486,7 @@ static int print_all(request_rec *r, const server_rec *only)
     for (i = 0; i < n; i++) {
         print_receiver_html(r, &shown[i]);
     }
+    print_contexts_html(r, shown, n);
     for (i = 0; i < nsenders; i++) {
         print_sender_html(r, &senders[i]);
     }

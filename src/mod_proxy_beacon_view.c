@@ -4,6 +4,8 @@
 
 #include "mod_proxy_beacon_view.h"
 
+#include "mod_proxy_beacon_routes.h"
+
 #include <apr_strings.h>
 
 const char *const beacon_event_ids[BEACON_EV_COUNT] = {
@@ -159,4 +161,122 @@ const char *beacon_view_targets(apr_pool_t *p, const beacon_server_conf *conf)
                            NULL);
     }
     return text;
+}
+
+/* The shown row of url in sr, or NULL. */
+static const beacon_shown_record *row_of(const beacon_shown_receiver *sr,
+                                         const char *url)
+{
+    unsigned i;
+
+    for (i = 0; i < sr->nrows; i++) {
+        if (strcmp(sr->rows[i].rec->url, url) == 0) {
+            return &sr->rows[i];
+        }
+    }
+    return NULL;
+}
+
+static const char *claimant_state(const beacon_shown_record *row)
+{
+    if (row == NULL) {
+        return "unknown";
+    }
+    return row->rec->leaving ? "leaving" : beacon_view_state_name(row->rec->state);
+}
+
+/* Whether ctx= value claims names context. */
+static int claims_context(const char *value, const char *context)
+{
+    beacon_span_t paths[BEACON_CTX_MAX_PATHS];
+    int i, n = beacon_ctx_parse(value, strlen(value), paths);
+
+    for (i = 0; i < n; i++) {
+        if (paths[i].len == strlen(context) &&
+            memcmp(paths[i].ptr, context, paths[i].len) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The members of sr's balancer that claim context. */
+static void add_claimants(request_rec *r, const beacon_shown_receiver *sr,
+                          beacon_shown_context *c)
+{
+    beacon_claim *claims;
+    int i, n = beacon_balancer_claims(sr->v->target, r->pool, &claims);
+
+    c->members = apr_pcalloc(r->pool, sizeof(*c->members) * (apr_size_t)(n + 1));
+    for (i = 0; i < n; i++) {
+        if (claims_context(claims[i].ctx, c->context)) {
+            c->members[c->nmembers].url = claims[i].url;
+            c->members[c->nmembers].state = claimant_state(row_of(sr, claims[i].url));
+            c->nmembers++;
+        }
+    }
+}
+
+/* The shown receiver of balancer in routes rt, or NULL. */
+static const beacon_shown_receiver *lane_of_route(const beacon_shown_receiver *shown,
+                                                  int n, const beacon_route_table *rt,
+                                                  const char *balancer)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (shown[i].v->conf->routes == rt && shown[i].v->target &&
+            shown[i].v->balancer && strcmp(shown[i].v->balancer, balancer) == 0) {
+            return &shown[i];
+        }
+    }
+    return NULL;
+}
+
+/* Whether a receiver before shown[i] is of the same virtual host's routes:
+ * each virtual host's are shown once. */
+static int shown_before(const beacon_shown_receiver *shown, int i,
+                        const beacon_route_table *rt)
+{
+    int j;
+
+    for (j = 0; j < i; j++) {
+        if (shown[j].v->conf->routes == rt) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int beacon_view_contexts(request_rec *r, const beacon_shown_receiver *shown,
+                         int n, beacon_shown_context **contexts)
+{
+    apr_array_header_t *out = apr_array_make(r->pool, 16, sizeof(beacon_shown_context));
+    int i, k;
+
+    for (i = 0; i < n; i++) {
+        const beacon_route_table *rt = shown[i].v->conf->routes;
+        beacon_route_view *routes;
+        apr_uint32_t generation;
+        int nroutes;
+
+        if (rt == NULL || shown_before(shown, i, rt)) {
+            continue;
+        }
+        nroutes = beacon_route_table_list(rt, r->pool, &routes, &generation);
+        for (k = 0; k < nroutes; k++) {
+            beacon_shown_context *c = apr_array_push(out);
+            const beacon_shown_receiver *sr =
+                lane_of_route(shown, n, rt, routes[k].balancer);
+
+            memset(c, 0, sizeof(*c));
+            c->context = routes[k].context;
+            c->balancer = apr_pstrcat(r->pool, "balancer://", routes[k].balancer, NULL);
+            if (sr) {
+                add_claimants(r, sr, c);
+            }
+        }
+    }
+    *contexts = (beacon_shown_context *)out->elts;
+    return out->nelts;
 }

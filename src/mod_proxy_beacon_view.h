@@ -50,6 +50,27 @@ typedef struct {
 int beacon_view_gather(request_rec *r, const server_rec *only, int with_flags,
                        beacon_shown_receiver **shown);
 
+/* A member that claims a routed context, and its state as the records
+ * show it ("active", "evicted", "leaving", ...). */
+typedef struct {
+    const char *url;
+    const char *state;
+} beacon_shown_claimant;
+
+/* A context routed in a receiver's virtual host: where it goes, and who
+ * claims it. */
+typedef struct {
+    const char *context;
+    const char *balancer;           /* "balancer://NAME" */
+    beacon_shown_claimant *members;
+    int nmembers;
+} beacon_shown_context;
+
+/* The contexts the shown receivers' virtual hosts route, by virtual host
+ * then context; returns how many. */
+int beacon_view_contexts(request_rec *r, const beacon_shown_receiver *shown,
+                         int n, beacon_shown_context **contexts);
+
 /* Whether word is one of the words of httpd's flag text ("Init Dis Stop "),
  * the words of mod_proxy's proxy_wstat_tbl (proxy_util.c). */
 int beacon_view_has_flag(const char *flags, const char *word);

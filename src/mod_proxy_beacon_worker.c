@@ -32,6 +32,7 @@
 #pragma weak ap_proxy_parse_wstatus
 #pragma weak ap_proxy_hashfunc
 #pragma weak ap_proxy_determine_address
+#pragma weak ap_proxy_trans_match
 
 /*
  * Given to every member beacon adds, so that its slot can be renamed one
@@ -92,6 +93,42 @@ int beacon_worker_addresses_expire(void)
 static proxy_server_conf *proxy_conf(server_rec *s)
 {
     return ap_get_module_config(s->module_config, &proxy_module);
+}
+
+/* One ProxyPass: its verdict, or BEACON_NO_STATIC_ROUTE. */
+static int static_verdict(request_rec *r, struct proxy_alias *ent,
+                          proxy_dir_conf *dconf)
+{
+    int rv;
+
+    if (ent->flags & PROXYPASS_MAP_ENCODED) {
+        return BEACON_NO_STATIC_ROUTE;
+    }
+    rv = ap_proxy_trans_match(r, ent, dconf);
+    return rv == HTTP_CONTINUE ? BEACON_NO_STATIC_ROUTE : rv;
+}
+
+int beacon_worker_static_route(request_rec *r)
+{
+    proxy_dir_conf *dconf = ap_get_module_config(r->per_dir_config, &proxy_module);
+    proxy_server_conf *conf = proxy_conf(r->server);
+    int i, rv;
+
+    if (ap_proxy_trans_match == NULL) {
+        return BEACON_NO_STATIC_ROUTE;
+    }
+    if (dconf->alias &&
+        (rv = static_verdict(r, dconf->alias, dconf)) != BEACON_NO_STATIC_ROUTE) {
+        return rv;
+    }
+    for (i = 0; i < conf->aliases->nelts; i++) {
+        struct proxy_alias *ent = &((struct proxy_alias *)conf->aliases->elts)[i];
+
+        if ((rv = static_verdict(r, ent, dconf)) != BEACON_NO_STATIC_ROUTE) {
+            return rv;
+        }
+    }
+    return BEACON_NO_STATIC_ROUTE;
 }
 
 static proxy_balancer *balancer_of(apr_pool_t *p, server_rec *s,

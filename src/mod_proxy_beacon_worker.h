@@ -91,6 +91,15 @@ const void *beacon_worker_balancer_identity(apr_pool_t *p, server_rec *s,
 int beacon_worker_balancer_growth(apr_pool_t *p, server_rec *s,
                                   const char *name);
 
+/* What mod_proxy's own translation would make of request r (ProxyPass
+ * in r's <Location>, then the server's, in its order; those mapped
+ * encoded were decided before translation): OK when one routes it (r is
+ * then proxied as that ProxyPass says), DECLINED when one excludes it
+ * ("!"), BEACON_NO_STATIC_ROUTE when none matches. Static configuration
+ * always wins over an announced context. */
+#define BEACON_NO_STATIC_ROUTE (-100)
+int beacon_worker_static_route(request_rec *r);
+
 /* In post_config: balancer://name of s (from pconf); NULL when it has no
  * shared memory (yet). */
 beacon_workers *beacon_worker_open(apr_pool_t *pconf, server_rec *s,

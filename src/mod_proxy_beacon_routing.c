@@ -1,0 +1,64 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * Routing by announced contexts; see mod_proxy_beacon_routing.h. The
+ * hook does what mod_rewrite's [P] and mod_proxy's own translation do
+ * (contexts-routing.md has the facts): it runs after mod_rewrite and
+ * before mod_proxy, leaves alone what either already took, lets every
+ * ProxyPass decide first, and builds the filename from the decoded,
+ * normalised r->uri, without the query string (the balancer's canon adds
+ * it), so that everything after translation is stock: <Proxy
+ * balancer://name> settings, <Location> access control, stickysession,
+ * the lbmethod, failover, ProxyPassReverse.
+ */
+
+#include "mod_proxy_beacon_routing.h"
+
+#include "mod_proxy_beacon_config.h"
+#include "mod_proxy_beacon_routes.h"
+#include "mod_proxy_beacon_worker.h"
+
+#include <apr_strings.h>
+#include <http_request.h>
+
+/* What proxy_trans declines, declined the same way: a request someone
+ * already proxies (forward proxy, RewriteRule [P], an encoded ProxyPass),
+ * "OPTIONS *", a path that is not one, and no-proxy. */
+static int is_routable(const request_rec *r)
+{
+    return !r->proxyreq && r->uri && r->uri[0] == '/' &&
+           apr_table_get(r->subprocess_env, "no-proxy") == NULL;
+}
+
+static int route_by_context(request_rec *r)
+{
+    const beacon_route_table *rt = beacon_conf(r->server)->routes;
+    const char *balancer;
+    int rv;
+
+    /* a virtual host that names no directive of ours shares the main
+     * server's configuration, routes included: its requests are not the
+     * receiver's */
+    if (rt == NULL || beacon_route_table_server(rt) != r->server || !is_routable(r)) {
+        return DECLINED;
+    }
+    if ((rv = beacon_worker_static_route(r)) != BEACON_NO_STATIC_ROUTE) {
+        return rv;
+    }
+    if ((balancer = beacon_route_table_find(rt, r->uri)) == NULL) {
+        return DECLINED;
+    }
+    r->filename = apr_pstrcat(r->pool, "proxy:", balancer, r->uri, NULL);
+    r->handler = "proxy-server";
+    r->proxyreq = PROXYREQ_REVERSE;
+    return OK;
+}
+
+void beacon_routing_register_hooks(void)
+{
+    static const char *const after_rewrite[] = {"mod_rewrite.c", NULL};
+    static const char *const before_proxy[] = {"mod_proxy.c", NULL};
+
+    ap_hook_translate_name(route_by_context, after_rewrite, before_proxy,
+                           APR_HOOK_FIRST);
+}
