@@ -48,10 +48,11 @@ static inline beacon_key_t fuzz_key(const char *secret)
 }
 
 /* A malloc'd copy of data[0..len) with nothing after it, so ASan catches
- * any read past len (libFuzzer's own buffer is exact too; copies are not). */
+ * any read past len (libFuzzer's own buffer is exact too; copies are not).
+ * Zeroed, so the one byte of an empty copy is no garbage value either. */
 static inline char *fuzz_dup(const void *data, size_t len)
 {
-    char *p = malloc(len ? len : 1);
+    char *p = calloc(1, len ? len : 1);
 
     FUZZ_CHECK(p != NULL, "out of memory");
     if (len) {

@@ -62,21 +62,23 @@ typedef struct {
 /* The rule: 1 to BEACON_CTX_MAX_PATHS ","-separated contexts. */
 static int ref_ctx_parse(const char *v, size_t len, span_t out[BEACON_CTX_MAX_PATHS])
 {
-    size_t start = 0, i;
+    size_t start = 0;
     int n = 0;
 
-    for (i = 0; i <= len; i++) {
-        if (i < len && v[i] != ',') {
-            continue;
-        }
-        if (n == BEACON_CTX_MAX_PATHS || !fuzz_ref_context(v + start, i - start)) {
+    for (;;) {
+        const char *comma = memchr(v + start, ',', len - start);
+        size_t end = comma ? (size_t)(comma - v) : len;
+
+        if (n == BEACON_CTX_MAX_PATHS || !fuzz_ref_context(v + start, end - start)) {
             return -1;
         }
         out[n].ptr = v + start;
-        out[n++].len = i - start;
-        start = i + 1;
+        out[n++].len = end - start;
+        if (comma == NULL) {
+            return n;
+        }
+        start = end + 1;
     }
-    return n;
 }
 
 static int printable_no_space(const char *v)
@@ -210,7 +212,9 @@ static void generate(input_t *in, unsigned count, uint8_t pick)
         }
         s = malloc(plen + slen);
         FUZZ_CHECK(s != NULL, "out of memory");
-        memcpy(s, parent ? parent->ctx : "", plen);
+        if (plen > 0) {
+            memcpy(s, parent->ctx, plen);
+        }
         memcpy(s + plen, seg, slen);
         in->owned[in->nowned++] = s;
         /* a line may have named it already */
@@ -228,7 +232,7 @@ static void add_path(input_t *in, const char *a, size_t alen, const char *b,
     if (in->npaths == MAX_PATHS) {
         return;
     }
-    p = malloc(alen + blen ? alen + blen : 1);
+    p = malloc((alen + blen) ? alen + blen : 1);
     FUZZ_CHECK(p != NULL, "out of memory");
     memcpy(p, a, alen);
     memcpy(p + alen, b, blen);
@@ -338,10 +342,9 @@ static void check_lookups(const input_t *in, const void *image, const char *what
             want[i] = ref_best(names, n, in->path[i], in->plen[i]);
         }
         FUZZ_CHECK(got == want[i],
-                   "%s: path \"%.*s\" finds route %d (%s), the rule %d (%s)",
+                   "%s: path \"%.*s\" finds route %d (%s), the rule route %d",
                    what, (int)in->plen[i], in->path[i], got,
-                   r ? beacon_routes_name(image, r) : "none", want[i],
-                   want[i] >= 0 ? names[want[i]].ptr : "none");
+                   r ? beacon_routes_name(image, r) : "none", want[i]);
         FUZZ_CHECK(probes <= max_prefixes(in->plen[i]) * h->max_probe,
                    "%s: %u probes for a path of %zu bytes (max_probe %u)", what,
                    probes, in->plen[i], h->max_probe);
@@ -460,7 +463,7 @@ static void check_refusals(const input_t *in, apr_uint32_t seed)
 /* A copy of image with bytes flipped by the input's tail: check refuses
  * it, or its lookups still follow the rule on its own routes. */
 static void check_flipped(const input_t *in, const apr_uint32_t *image,
-                          size_t size, const uint8_t *data, size_t dsize,
+                          size_t isize, const uint8_t *data, size_t dsize,
                           unsigned flips)
 {
     apr_uint32_t *copy;
@@ -470,16 +473,16 @@ static void check_flipped(const input_t *in, const apr_uint32_t *image,
     if (flips == 0 || dsize < 1 + 3 * flips) {
         return;
     }
-    copy = malloc(size);
+    copy = malloc(isize);
     FUZZ_CHECK(copy != NULL, "out of memory");
-    memcpy(copy, image, size);
+    memcpy(copy, image, isize);
     for (f = 0; f < flips; f++) {
-        const uint8_t *t = data + dsize - 3 * (f + 1);
-        size_t at = ((size_t)t[0] | (size_t)t[1] << 8) % size;
+        const uint8_t *t = data + dsize - (size_t)3 * (f + 1);
+        size_t at = ((size_t)t[0] | (size_t)t[1] << 8) % isize;
 
         ((uint8_t *)copy)[at] ^= t[2] ? t[2] : 1;
     }
-    if (beacon_routes_check(copy, size) == NULL) {
+    if (beacon_routes_check(copy, isize) == NULL) {
         forget(want);
         check_lookups(in, copy, "flipped image", want);
     }
