@@ -25,41 +25,6 @@
 
 #include "fuzz_common.h"
 
-static int seg_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '~' ||
-           c == '-';
-}
-
-/* docs/wire-format.md's path rule, again: "/" or "/seg" repeated. */
-static int ref_context(const char *s, size_t len)
-{
-    size_t i = 0;
-
-    if (len == 0 || len > BEACON_CTX_PATH_MAX || s[0] != '/') {
-        return 0;
-    }
-    if (len == 1) {
-        return 1;
-    }
-    while (i < len) {
-        size_t start = ++i;
-
-        while (i < len && seg_char(s[i])) {
-            i++;
-        }
-        if (i < len && s[i] != '/') {
-            return 0;
-        }
-        if (i == start || (i - start == 1 && s[start] == '.') ||
-            (i - start == 2 && s[start] == '.' && s[start + 1] == '.')) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 // An entry: a context, or BASE/* with BASE a context other than "/", or
 // "" (then "/*").
 static int ref_entry(const char *s, size_t len)
@@ -68,16 +33,16 @@ static int ref_entry(const char *s, size_t len)
         return 0;
     }
     if (len >= 2 && s[len - 2] == '/' && s[len - 1] == '*') {
-        return len == 2 || (len > 3 && ref_context(s, len - 2));
+        return len == 2 || (len > 3 && fuzz_ref_context(s, len - 2));
     }
-    return ref_context(s, len);
+    return fuzz_ref_context(s, len);
 }
 
 static int ref_permits(const beacon_allow_t *a, const char *ctx, size_t len)
 {
     unsigned i;
 
-    if (!ref_context(ctx, len)) {
+    if (!fuzz_ref_context(ctx, len)) {
         return 0;
     }
     for (i = 0; i < a->n; i++) {
@@ -226,16 +191,6 @@ static void check_conflict(const beacon_allow_t *a, const beacon_allow_t *b)
     }
 }
 
-/* Whether the rule matches ctx to path. */
-static int ref_matches(const char *ctx, size_t clen, const char *path, size_t plen)
-{
-    if (clen == 1) {
-        return plen >= 1 && path[0] == '/';
-    }
-    return plen >= clen && memcmp(path, ctx, clen) == 0 &&
-           (plen == clen || path[clen] == '/' || path[clen] == ';');
-}
-
 static void check_routes(const beacon_allow_t *a, const char *path, size_t plen)
 {
     beacon_routes_spec_t specs[BEACON_ALLOW_MAX_ENTRIES];
@@ -270,7 +225,7 @@ static void check_routes(const beacon_allow_t *a, const char *path, size_t plen)
     for (i = 0; i < n; i++) {
         r = beacon_routes_lookup(image, specs[i].ctx, specs[i].len, NULL);
         FUZZ_CHECK(r != NULL && r->balancer == i, "route %u does not find itself", i);
-        if (ref_matches(spans[i].ptr, spans[i].len, path, plen) &&
+        if (fuzz_ref_matches(spans[i].ptr, spans[i].len, path, plen) &&
             (want < 0 || spans[i].len > spans[want].len)) {
             want = (int)i;
         }

@@ -48,10 +48,11 @@ static inline beacon_key_t fuzz_key(const char *secret)
 }
 
 /* A malloc'd copy of data[0..len) with nothing after it, so ASan catches
- * any read past len (libFuzzer's own buffer is exact too; copies are not). */
+ * any read past len (libFuzzer's own buffer is exact too; copies are not).
+ * Zeroed, so the one byte of an empty copy is no garbage value either. */
 static inline char *fuzz_dup(const void *data, size_t len)
 {
-    char *p = malloc(len ? len : 1);
+    char *p = calloc(1, len ? len : 1);
 
     FUZZ_CHECK(p != NULL, "out of memory");
     if (len) {
@@ -115,6 +116,59 @@ static inline void fuzz_check_fixed_point(const char *canonical)
                "canonical url \"%s\" re-canonicalizes to \"%s\"", canonical,
                again);
     free(copy);
+}
+
+/*
+ * docs/wire-format.md's rules for contexts written out again, for the
+ * targets to hold libbeacon's against (fuzz_allow, fuzz_routes).
+ */
+static inline int fuzz_seg_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '~' ||
+           c == '-';
+}
+
+/* A context: "/" or "/seg" repeated, a segment not "." or "..", at most
+ * BEACON_CTX_PATH_MAX bytes. */
+static inline int fuzz_ref_context(const char *s, size_t len)
+{
+    size_t i = 0;
+
+    if (len == 0 || len > BEACON_CTX_PATH_MAX || s[0] != '/') {
+        return 0;
+    }
+    if (len == 1) {
+        return 1;
+    }
+    while (i < len) {
+        size_t start = ++i;
+
+        while (i < len && fuzz_seg_char(s[i])) {
+            i++;
+        }
+        if (i < len && s[i] != '/') {
+            return 0;
+        }
+        if (i == start || (i - start == 1 && s[start] == '.') ||
+            (i - start == 2 && s[start] == '.' && s[start + 1] == '.')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Whether the context ctx (valid) matches path: "/" every path that
+ * starts with "/", any other the path itself and the path followed by
+ * "/" or ";". */
+static inline int fuzz_ref_matches(const char *ctx, size_t clen,
+                                   const char *path, size_t plen)
+{
+    if (clen == 1) {
+        return plen >= 1 && path[0] == '/';
+    }
+    return plen >= clen && memcmp(path, ctx, clen) == 0 &&
+           (plen == clen || path[clen] == '/' || path[clen] == ';');
 }
 
 #endif /* BEACON_FUZZ_COMMON_H */

@@ -537,6 +537,61 @@ static void gen_allow(void)
     put("fuzz_allow", "allow", "the bound", many, (size_t)(strrchr(many, ',') - many));
 }
 
+/* fuzz_routes: a control byte (bits 0-1 the few-bucket image, 2-4 how
+ * many contexts to generate, 5-7 bytes to flip), then a ctx= value and
+ * paths, one a line: the rule's edges and the boundaries of matching. */
+static void gen_routes(void)
+{
+/* a row's text as a literal: its length counts NULs (flip offsets) */
+#define ROUTES_ROW(name, control, text) {name, control, text, sizeof(text) - 1}
+    static const struct {
+        const char *name;
+        unsigned char control;
+        const char *text;
+        size_t len;
+    } rows[] = {
+        ROUTES_ROW("two contexts and their boundaries", 0x00,
+         "/shop,/cart\n/shop\n/shop/x\n/shop;jsessionid=1\n/shopping\n/Shop\n/cart/"),
+        ROUTES_ROW("root and nested", 0x01, "/\n/\n/a\n/a/b\n/a/b/c\n/a/bc\n/a;b/c\nx"),
+        ROUTES_ROW("longest wins", 0x02, "/api,/api/v1\n/api/v1/x\n/api/v10\n/api/v1;x\n/api/v"),
+        ROUTES_ROW("one bucket", 0x02, "/a,/b,/c,/d,/e,/f,/g,/h\n/a/x\n/h;y\n/i"),
+        ROUTES_ROW("full buckets, many nested", 0x1c, "/a\n/a/b\n/a/b/c\n/z"),
+        ROUTES_ROW("generated, a quarter of the buckets", 0x13, "/svc\n/svc/x"),
+        ROUTES_ROW("flipped image", 0x68, "/x,/y\n/x/1\n/y;2\n/z\x01\x40\x07"),
+        ROUTES_ROW("flipped max_probe", 0x35, "/x\n/x/y\x18\x00\x08"),
+        ROUTES_ROW("sixteen paths", 0x00,
+         "/a,/b,/c,/d,/e,/f,/g,/h,/i,/j,/k,/l,/m,/n,/o,/p\n/p/q"),
+        ROUTES_ROW("seventeen paths", 0x00,
+         "/a,/b,/c,/d,/e,/f,/g,/h,/i,/j,/k,/l,/m,/n,/o,/p,/q\n/q"),
+        ROUTES_ROW("a path twice", 0x00, "/a,/a\n/a"),
+        ROUTES_ROW("80 bytes", 0x04,
+         "/pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp-80\n"
+         "/pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp-80/x"),
+        ROUTES_ROW("81 bytes", 0x00,
+         "/ppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp-81\n/"),
+        ROUTES_ROW("trailing slash", 0x00, "/shop/\n/shop/"),
+        ROUTES_ROW("no slash", 0x00, "shop\nshop"),
+        ROUTES_ROW("empty segment", 0x00, "/shop//cart\n/shop//cart"),
+        ROUTES_ROW("empty path", 0x00, "/a,,/b\n"),
+        ROUTES_ROW("trailing comma", 0x00, "/a,\n/a"),
+        ROUTES_ROW("dot segments", 0x00, "/a/.,/../b\n/a/.\n/..\n/.a/..b/...\n/./a"),
+        ROUTES_ROW("segment bytes", 0x00, "/Az09._~-/.well-known\n/Az09._~-/.well-known;x"),
+        ROUTES_ROW("bytes outside the set", 0x00, "/a%2f,/a b,/a;b,/a=b\n/a%2f\n/a;b\n/\xc3\xa9"),
+        ROUTES_ROW("empty value", 0x00, "\n/"),
+    };
+    size_t i;
+
+#undef ROUTES_ROW
+    for (i = 0; i < ARRAY_LEN(rows); i++) {
+        char buf[512];
+        size_t n = rows[i].len;
+
+        buf[0] = (char)rows[i].control;
+        memcpy(buf + 1, rows[i].text, n);
+        put("fuzz_routes", "routes", rows[i].name, buf, n + 1);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -554,5 +609,6 @@ int main(int argc, char **argv)
     gen_services();
     gen_endpoints();
     gen_allow();
+    gen_routes();
     return 0;
 }
