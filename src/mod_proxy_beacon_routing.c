@@ -42,11 +42,13 @@ static int route_by_context(request_rec *r)
     if (rt == NULL || beacon_route_table_server(rt) != r->server || !is_routable(r)) {
         return DECLINED;
     }
-    if ((rv = beacon_worker_static_route(r)) != BEACON_NO_STATIC_ROUTE) {
-        return rv;
-    }
+    /* the lookup first, the cheaper: a path no context holds is
+     * mod_proxy's business alone, and walked through its ProxyPass once */
     if ((balancer = beacon_route_table_find(rt, r->uri)) == NULL) {
         return DECLINED;
+    }
+    if ((rv = beacon_worker_static_route(r)) != BEACON_NO_STATIC_ROUTE) {
+        return rv;
     }
     r->filename = apr_pstrcat(r->pool, "proxy:", balancer, r->uri, NULL);
     r->handler = "proxy-server";

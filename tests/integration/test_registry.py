@@ -21,7 +21,13 @@ DIGEST, DESC = 16, 16  # mod_slotmem_shm: MD5 of the data, then its description
 
 
 def registry_file(h):
-    [path] = (h.dir / "run").glob("slotmem-shm-beacon-*.shm.persist")
+    [path] = (h.dir / "run").glob("slotmem-shm-beacon-????????.shm.persist")
+    return path
+
+
+def claims_file(h):
+    """The registry's second file: the contexts each member claims."""
+    [path] = (h.dir / "run").glob("slotmem-shm-beacon-????????-ctx.shm.persist")
     return path
 
 
@@ -106,8 +112,23 @@ def test_the_registry_file_is_for_root_only(httpd_factory, backend_factory):
     if os.geteuid() != 0:
         pytest.skip("httpd's parent is not root here: the file stays as httpd makes it")
     h, _, _ = proxy_with_member(httpd_factory, backend_factory)
-    mode = stat.S_IMODE(registry_file(h).stat().st_mode)
-    assert mode == 0o600, oct(mode)
+    for path in (registry_file(h), claims_file(h)):
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode == 0o600, (path, oct(mode))
+
+
+def test_an_unsound_claims_file_is_set_aside_and_the_members_stay(httpd_factory,
+                                                                  backend_factory):
+    h, ann, b = proxy_with_member(httpd_factory, backend_factory)
+    path = claims_file(h)
+    path.write_bytes(path.read_bytes()[:1000])
+    mark = h.log_size()
+    start_receiver(h)
+    h.wait_log(r"BCN00085: the persisted member registry %s is unsound \([^)]+\): "
+               r"set aside as %s\.bad-\d+" % (re.escape(str(path)), re.escape(str(path))),
+               since=mark)
+    # the members' own file was whole: they are back before any announcement
+    assert b.url in [w["name"] for w in h.balancer_members()]
 
 
 def get_from(port):
