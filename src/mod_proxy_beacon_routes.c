@@ -17,7 +17,8 @@ struct beacon_route_table {
     const char **url;          /* "balancer://name" by lane */
     int nlanes;
     void *board;               /* libbeacon's, in shared memory */
-    apr_size_t capacity;       /* of one image */
+    unsigned max_routes;       /* the contexts the lanes may hold */
+    apr_size_t capacity;       /* of one image of max_routes */
 };
 
 /* The contexts lane may hold at most: an allow-list of exact entries
@@ -35,8 +36,8 @@ static unsigned lane_bound(const beacon_route_lane *lane)
     return lane->contexts->n < claims ? lane->contexts->n : claims;
 }
 
-/* The image capacity for every context the lanes may hold. */
-static apr_size_t capacity_for(const beacon_route_lane *lanes, int n)
+/* How many contexts the lanes may hold in all. */
+static unsigned routes_for(const beacon_route_lane *lanes, int n)
 {
     apr_size_t routes = 0;
     int i;
@@ -46,12 +47,7 @@ static apr_size_t capacity_for(const beacon_route_lane *lanes, int n)
             routes += lane_bound(&lanes[i]);
         }
     }
-    if (routes > BEACON_ROUTES_MAX) {
-        routes = BEACON_ROUTES_MAX;
-    }
-    return routes ? beacon_board_capacity((unsigned)routes,
-                                          routes * BEACON_CTX_PATH_MAX)
-                  : 0;
+    return routes > BEACON_ROUTES_MAX ? BEACON_ROUTES_MAX : (unsigned)routes;
 }
 
 static int by_context(const void *a, const void *b)
@@ -96,7 +92,7 @@ static void add_claim(apr_hash_t *seen, beacon_routes_spec_t *specs,
 static unsigned claimed_routes(const beacon_route_table *rt, apr_pool_t *p,
                                beacon_routes_spec_t **specs)
 {
-    unsigned max = BEACON_ROUTES_MAX, n = 0;
+    unsigned max = rt->max_routes, n = 0;
     apr_hash_t *seen = apr_hash_make(p);
     int lane;
 
@@ -146,7 +142,10 @@ beacon_route_table *beacon_route_table_open(apr_pool_t *pconf, server_rec *s,
                                   const beacon_route_lane *lanes, int n,
                                   int *failed)
 {
-    apr_size_t capacity = capacity_for(lanes, n);
+    unsigned max_routes = routes_for(lanes, n);
+    apr_size_t capacity = max_routes
+        ? beacon_board_capacity(max_routes, (apr_size_t)max_routes * BEACON_CTX_PATH_MAX)
+        : 0;
     beacon_routes_spec_t *specs;
     beacon_route_table *rt;
     const char *err;
@@ -161,6 +160,7 @@ beacon_route_table *beacon_route_table_open(apr_pool_t *pconf, server_rec *s,
     rt->label = apr_pstrcat(pconf, "udp ", label, NULL);
     rt->lanes = lanes;
     rt->nlanes = n;
+    rt->max_routes = max_routes;
     rt->capacity = capacity;
     rt->url = apr_pcalloc(pconf, sizeof(*rt->url) * (apr_size_t)n);
     for (i = 0; i < n; i++) {
