@@ -364,3 +364,20 @@ def test_the_status_pages_show_each_context_its_balancer_and_members(httpd_facto
                      r'state="evicted"\} 1$', metrics, re.M), metrics
     status, auto = h.get("/server-status?auto")
     assert "BeaconContextsDown: " in auto and "BeaconContextsDown: 0\n" not in auto, auto
+
+
+def test_a_forward_proxy_request_is_left_to_mod_proxy(httpd_factory, backend_factory):
+    other = backend_factory("other")
+    h, udp, b = shop_routed(httpd_factory, backend_factory,
+                            extra="ProxyRequests On\n<Proxy *>\n    Require ip 127.0.0.1\n</Proxy>\n")
+    seen = len(b.requests())
+    conn = http.client.HTTPConnection("127.0.0.1", h.port, timeout=10)
+    try:
+        # an absolute URI: mod_proxy took it in post_read_request (r->proxyreq)
+        conn.request("GET", f"{other.url}/shop/x")
+        resp = conn.getresponse()
+        assert (resp.status, resp.read().decode()) == (200, "other")
+    finally:
+        conn.close()
+    assert "GET /shop/x" in other.requests()
+    assert len(b.requests()) == seen
