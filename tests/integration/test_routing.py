@@ -381,3 +381,32 @@ def test_a_forward_proxy_request_is_left_to_mod_proxy(httpd_factory, backend_fac
         conn.close()
     assert "GET /shop/x" in other.requests()
     assert len(b.requests()) == seen
+
+
+def test_two_virtual_hosts_route_their_own_members(httpd_factory, backend_factory):
+    vport, vudp = free_port(), free_port()
+    vhost = (f"Listen 127.0.0.1:{vport}\n<VirtualHost 127.0.0.1:{vport}>\n"
+             "    ServerName v.test\n"
+             # a name of its own: a balancer of the main server's name
+             # would be the main server's, inherited with its members
+             "    <Proxy balancer://vshop>\n        ProxySet growth=4\n    </Proxy>\n"
+             f"    ProxyBeaconListen 127.0.0.1:{vudp}\n"
+             f"    ProxyBeaconBalancer vshop service=shop secret={SHOP_KEY} contexts=/shop\n"
+             "</VirtualHost>\n")
+    h, udp, main_member = shop_routed(httpd_factory, backend_factory, vhost_config=vhost)
+    h.wait_log(r"BCN00050: listening for beacons on udp 127.0.0.1:%d " % vudp, since=0)
+    theirs = backend_factory("v-shop")
+    claim(shop_of(vudp), theirs.url, "/shop")
+
+    def vhost_get(path):
+        conn = http.client.HTTPConnection("127.0.0.1", vport, timeout=10)
+        try:
+            conn.request("GET", path, headers={"Host": "v.test"})
+            resp = conn.getresponse()
+            return resp.status, resp.read().decode()
+        finally:
+            conn.close()
+    wait_for(lambda: vhost_get("/shop/x") == (200, "v-shop"), 10, "the vhost's own route")
+    got = collections.Counter(h.get("/shop/x") for _ in range(5))
+    assert got == {(200, "shop-1"): 5}, got
+    assert vhost_get("/cart")[0] == 404
