@@ -237,6 +237,26 @@ def service_receivers(body):
     return out
 
 
+def routed_contexts(body):
+    """{context: balancer} of the contexts[] of a /beacon-status?json body:
+    the route table of the receiver's virtual host (empty while nothing is
+    claimed). Broken without contexts[], or with an entry that has no
+    context or balancer."""
+    try:
+        doc = json.loads(body)
+    except ValueError as e:
+        raise Broken(f"/beacon-status?json is not JSON: {e}") from None
+    if "contexts" not in doc:
+        raise Broken("/beacon-status?json has no contexts")
+    out = {}
+    for c in doc["contexts"]:
+        for k in ("context", "balancer"):
+            if k not in c:
+                raise Broken(f"/beacon-status?json's context has no {k}")
+        out[c["context"]] = c["balancer"]
+    return out
+
+
 def mac_mismatches(before, after):
     """The datagrams dropped as mac mismatch between two service_receivers()
     readings, all balancers together (the receiver counts a datagram that
@@ -301,6 +321,7 @@ ADDED_RE = r"^\[([^\]]+)\] .*BCN00030: added backend (\S+) "
 RECYCLED_TIME_RE = r"^\[([^\]]+)\] .*BCN00038: recycled slot of \S+ for (\S+) "
 RECYCLED_RE = re.compile(r"BCN00038: recycled slot of (\S+) for (\S+) in balancer://")
 EVICTED_RE = r"BCN00035: evicted backend (\S+)"
+ROUTED_RE = r"^\[([^\]]+)\] .*BCN00146: context (\S+) routed to balancer://"
 WAITS_RE = r"BCN00039: backend \S+ waits"
 NO_SLOT_RE = r"BCN00037: cannot add backend"
 
