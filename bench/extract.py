@@ -182,6 +182,17 @@ def schedstat_seconds(texts):
     return total / 1e9 if ok else None
 
 
+def us_per_request(before, after, requests):
+    """Microseconds of CPU per request of the processes {pid: CPU seconds}
+    read before and after a run that served `requests` (a pid that came
+    meanwhile counts from 0). Broken when no time moved: the wrong
+    processes."""
+    cpu = sum(t - before.get(pid, 0.0) for pid, t in after.items())
+    if requests <= 0 or cpu <= 0:
+        raise Broken(f"the proxy's children used {cpu:.6f} s of CPU for {requests} requests")
+    return 1e6 * cpu / requests
+
+
 def stat_seconds(text, clk_tck):
     """utime + stime of /proc/<pid>/stat, in seconds."""
     f = text[text.rindex(")") + 2:].split()

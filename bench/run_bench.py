@@ -1909,10 +1909,19 @@ def routing_throughput(ctx, proxies, names):
         order = list(runs) if r % 2 == 0 else list(reversed(runs))
         for n, k in order:
             log(f"routing: round {r + 1}/{rounds} {n} contexts {k}")
+            before = children_cpu(proxies[n])
             res = bl.run_wrk(proxies[n].port, secs, 2, 32, path=ROUTING_PATHS[k])
+            res["cpu_us"] = ctx.figure("routing", ex.us_per_request, before,
+                                       children_cpu(proxies[n]), res["requests"])
             res.pop("raw")
             runs[(n, k)].append(res)
     return runs, rounds, secs
+
+
+def children_cpu(proxy):
+    """{pid: CPU seconds} of the proxy's children: less shaken by the other
+    load on a shared machine than req/s is."""
+    return {pid: bl.cpu_seconds(pid) for pid in proxy.child_pids()}
 
 
 def routing_join(ctx, proxies, hot_senders, hot_url, names):
@@ -1994,7 +2003,7 @@ def bench_routing(ctx):
              f"   wrk -t2 -c32 -d{secs}s --latency, {rounds} round(s), the four runs taking "
              "turns, the order reversed every other round",
              f"   {'':34}{'req/s median (range)':>22}{'p99 ms median (range)':>26}"
-             f"{'errors':>8}"]
+             f"{'errors':>8}  proxy CPU us/request"]
     lines += routing_throughput_lines(ctx, runs)
     lines += routing_join_lines(ctx, join, trials)
     lines += ["   " + CLUSTER_FIGURES[0], CLUSTER_FIGURES[1]]
@@ -2004,23 +2013,29 @@ def bench_routing(ctx):
 def routing_throughput_lines(ctx, runs):
     lines = []
     for n in ROUTING_SIZES:
-        med = {}
+        med, cpu_med = {}, {}
         for k, title in (("static", "static ProxyPass"), ("routed", "routed by context")):
             xs = runs[(n, k)]
             rps, p99 = [x["rps"] for x in xs], [x["p99"] for x in xs if x["p99"] is not None]
             med[k] = bl.median(rps)
             errs = sum(x["non2xx"] + x["socket_errors"] for x in xs)
+            cpu = [x["cpu_us"] for x in xs if x.get("cpu_us") is not None]
+            cpu_med[k] = bl.median(cpu)
             lines.append(f"   {f'{n:,} contexts, {title}':34}{fmt(med[k], '.0f'):>8} "
                          f"({rng(rps, '.0f')})".ljust(59)
                          + f"{fmt(bl.median(p99), '.2f'):>8} ({rng(p99, '.2f')})".ljust(26)
-                         + f"{errs:>8}")
+                         + f"{errs:>8}" + f"{fmt(bl.median(cpu), '.1f'):>9} ({rng(cpu, '.1f')})")
         ratio = med["routed"] / med["static"]
         paired = [b["rps"] / a["rps"] for a, b in zip(runs[(n, "static")], runs[(n, "routed")])]
+        cpu_ratio = (cpu_med["routed"] / cpu_med["static"]
+                     if cpu_med["routed"] and cpu_med["static"] else None)
         lines.append(f"   {f'{n:,} contexts, routed/static':34}{ratio:>8.3f} "
-                     f"(per round {rng(paired, '.3f')})")
+                     f"(per round {rng(paired, '.3f')})".ljust(93)
+                     + f"{fmt(cpu_ratio, '.3f'):>9} (CPU routed/static)")
         ctx.goal("routing", f"req/s routed/static ProxyPass >= {ROUTING_GOAL} with {n:,} "
                  "contexts", ratio >= ROUTING_GOAL, f"{ratio:.3f} (rounds {rng(paired, '.3f')}; "
-                 f"{med['routed']:.0f} vs {med['static']:.0f} req/s)")
+                 f"{med['routed']:.0f} vs {med['static']:.0f} req/s; proxy CPU per request "
+                 f"{fmt(cpu_med['routed'], '.1f')} vs {fmt(cpu_med['static'], '.1f')} us)")
     return lines
 
 

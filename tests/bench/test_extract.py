@@ -352,6 +352,18 @@ def test_routed_contexts_without_a_field_is_broken(fixture_text, drop, reason):
         ex.routed_contexts(json.dumps(doc))
 
 
+def test_us_per_request():
+    """A child that came during the run counts from 0; one that did
+    nothing adds nothing; no CPU time moved at all is BROKEN."""
+    before = {10: 1.0, 11: 2.0}
+    after = {10: 1.5, 11: 2.0, 12: 0.5}
+    assert ex.us_per_request(before, after, 10_000) == pytest.approx(100.0)
+    with pytest.raises(Broken, match="used 0.000000 s of CPU for 10000 requests"):
+        ex.us_per_request(before, before, 10_000)
+    with pytest.raises(Broken, match="for 0 requests"):
+        ex.us_per_request(before, after, 0)
+
+
 def test_routed_lines(fixture_text):
     """Each context routed once, its first line's time (a withdrawn one,
     BCN00150, is not routed); the 10 trials' /hot/n1 ... /hot/n10."""
