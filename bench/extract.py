@@ -182,6 +182,17 @@ def schedstat_seconds(texts):
     return total / 1e9 if ok else None
 
 
+def us_per_request(before, after, requests):
+    """Microseconds of CPU per request of the processes {pid: CPU seconds}
+    read before and after a run that served `requests` (a pid that came
+    meanwhile counts from 0). Broken when no time moved: the wrong
+    processes."""
+    cpu = sum(t - before.get(pid, 0.0) for pid, t in after.items())
+    if requests <= 0 or cpu <= 0:
+        raise Broken(f"the proxy's children used {cpu:.6f} s of CPU for {requests} requests")
+    return 1e6 * cpu / requests
+
+
 def stat_seconds(text, clk_tck):
     """utime + stime of /proc/<pid>/stat, in seconds."""
     f = text[text.rindex(")") + 2:].split()
@@ -234,6 +245,26 @@ def service_receivers(body):
             raise Broken("/beacon-status?json has no dropped.mac_mismatch")
         out[rx["balancer"]] = {"service": rx["service"],
                                "mac_mismatch": rx["dropped"]["mac_mismatch"]}
+    return out
+
+
+def routed_contexts(body):
+    """{context: balancer} of the contexts[] of a /beacon-status?json body:
+    the route table of the receiver's virtual host (empty while nothing is
+    claimed). Broken without contexts[], or with an entry that has no
+    context or balancer."""
+    try:
+        doc = json.loads(body)
+    except ValueError as e:
+        raise Broken(f"/beacon-status?json is not JSON: {e}") from None
+    if "contexts" not in doc:
+        raise Broken("/beacon-status?json has no contexts")
+    out = {}
+    for c in doc["contexts"]:
+        for k in ("context", "balancer"):
+            if k not in c:
+                raise Broken(f"/beacon-status?json's context has no {k}")
+        out[c["context"]] = c["balancer"]
     return out
 
 
@@ -301,6 +332,7 @@ ADDED_RE = r"^\[([^\]]+)\] .*BCN00030: added backend (\S+) "
 RECYCLED_TIME_RE = r"^\[([^\]]+)\] .*BCN00038: recycled slot of \S+ for (\S+) "
 RECYCLED_RE = re.compile(r"BCN00038: recycled slot of (\S+) for (\S+) in balancer://")
 EVICTED_RE = r"BCN00035: evicted backend (\S+)"
+ROUTED_RE = r"^\[([^\]]+)\] .*BCN00146: context (\S+) routed to balancer://"
 WAITS_RE = r"BCN00039: backend \S+ waits"
 NO_SLOT_RE = r"BCN00037: cannot add backend"
 

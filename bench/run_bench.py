@@ -26,6 +26,10 @@ Sections (all by default, --only picks some):
   services     the control section's forged flood against a receiver (one UDP
                port) feeding 20 balancers, one per service with its own key,
                vs one: the rate it keeps with 20 services / with one
+  routing      req/s of requests routed by an announced context vs the same
+               members through a static ProxyPass, with 10 and 1,000 contexts
+               in the route table; a new context's datagram -> its first
+               routed response
 
 Benchmarks report, they never fail: a missed goal is marked MISSED in the
 table and the exit status is still 0. A measurement that found no data (a
@@ -68,7 +72,7 @@ from extract import Broken  # noqa: E402
 import private_hosts  # noqa: E402  (tests/integration, on benchlib's path)
 
 SECTIONS = ("library", "request", "control", "convergence", "footprint", "churn",
-            "fanout", "services")
+            "fanout", "services", "routing")
 
 
 class Skip(Exception):
@@ -168,9 +172,9 @@ def wait_members(proxy, urls, timeout=20):
     bl.wait_for(ok, timeout, f"{len(want)} members enabled", interval=0.05)
 
 
-def serves_all(port, names, tries=200):
-    """GETs /f until each backend in names has answered; False if not."""
-    seen, p = set(), bl.Poller(port)
+def serves_all(port, names, tries=200, path=bl.FILE_PATH):
+    """GETs path until each backend in names has answered; False if not."""
+    seen, p = set(), bl.Poller(port, path)
     try:
         for _ in range(tries):
             status, body = p.get()
@@ -1818,6 +1822,254 @@ def bench_fanout(ctx):
                                      ("b) new address", fanout_join, (ctx, hosts))))
 
 
+# ---- 9. routing by context ---------------------------------------------------------
+
+ROUTING_SIZES = (10, 1000)   # contexts in the virtual host's route table
+ROUTING_GOAL = 0.98          # req/s routed / static ProxyPass, at each size
+ROUTING_JOIN_GOAL = 0.005    # a new context: datagram -> first routed response, p50
+HOT_KEY, COLD_KEY = bl.service_key("s01"), bl.service_key("s02")
+HOT_APP = "/hot/app"         # the context the throughput rounds request
+ROUTING_PATHS = {"static": "/static/app/f", "routed": HOT_APP + "/f"}
+CTX_PER_DATAGRAM = 16        # the most paths one ctx= holds
+# issue 24's figures for mod_proxy_cluster on this machine: quoted, not measured
+CLUSTER_FIGURES = ("mod_proxy_cluster at 1,000 contexts on 2 nodes (issue 24, measured "
+                   "there, not here): 0.62-0.65 of a static ProxyPass,",
+                   "   0.85-0.88 with its cache, which then routes a new context after "
+                   "0.6 s (p50)")
+
+
+def hot_claim(k):
+    """What hot's first member claims in latency trial k (0: before any):
+    the measured context and /hot/nK, which replaces /hot/n(K-1), so the
+    table keeps its size."""
+    return [HOT_APP, f"/hot/n{k}"]
+
+
+def cold_members(n):
+    """(url, contexts) of balancer cold's members, so that the table holds n
+    contexts with hot's two: 16 contexts each, never requested; the urls
+    are distinct origins on 127.0.3.x that nothing connects to."""
+    names = [f"/apps/c{i:04d}" for i in range(1, n - len(hot_claim(0)) + 1)]
+    chunks = [names[i:i + CTX_PER_DATAGRAM] for i in range(0, len(names), CTX_PER_DATAGRAM)]
+    return [(f"http://127.0.3.{i + 1}:9", c) for i, c in enumerate(chunks)]
+
+
+def claim(sender, service, url, contexts):
+    sender.send(sender.datagram(url, extra=[("svc", service), ("ctx", ",".join(contexts))]))
+
+
+def routing_proxy(ctx, n, hot_urls):
+    """A proxy with balancers hot (contexts /hot/*, the two real members)
+    and cold (/apps/*, up to 63 members that only fill the table), no
+    ProxyPass but `ProxyPass /static balancer://hot/static`: the same
+    members by a static ProxyPass. Started, announced, and waited for
+    until ?json lists n contexts; (proxy, hot's sender)."""
+    udp = bl.free_port()
+    p = bl.Proxy(ctx.dir / f"routing-{n}", module=ctx.module, receiver=(udp, "0"),
+                 status_page=True)
+    cold = cold_members(n)
+    p.proxy_config = p.balancer_block("hot", 4) + p.balancer_block("cold", len(cold) + 1)
+    p.proxypass_config = "ProxyPass /static balancer://hot/static\n"
+    p.tail_config = bl.STATUS_PAGE + bl.receiver_config(
+        udp, balancer=None, timeout="0",  # never evicted: no heartbeat needed
+        extra=f"ProxyBeaconBalancer hot service=hot secret={HOT_KEY} contexts=/hot/*\n"
+              f"ProxyBeaconBalancer cold service=cold secret={COLD_KEY} contexts=/apps/*\n")
+    ctx.track(p).start_receiver()
+    hot, cold_sender = bl.Sender(udp, secret=HOT_KEY), bl.Sender(udp, secret=COLD_KEY)
+    for url, contexts in cold:
+        claim(cold_sender, "cold", url, contexts)
+    cold_sender.close()
+    claim(hot, "hot", hot_urls[0], hot_claim(0))
+    claim(hot, "hot", hot_urls[1], [HOT_APP])
+    routes = bl.wait_for(lambda: len(r := routed(p)) == n and r, 20,
+                         f"{n} contexts in ?json", interval=0.05)
+    wrong = [c for c, b in routes.items() if b != ("balancer://hot" if c.startswith("/hot")
+                                                   else "balancer://cold")]
+    if wrong:
+        raise RuntimeError(f"contexts on the wrong balancer: {', '.join(wrong[:3])}")
+    return p, hot
+
+
+def routed(proxy):
+    return ex.routed_contexts(proxy.beacon_status_body("routing-status.json"))
+
+
+def routing_throughput(ctx, proxies, names):
+    """wrk through the routed and the static path of each proxy, the four
+    taking turns, the order reversed every other round."""
+    rounds, secs = (1, 2) if ctx.quick else (5, 10)
+    warm = 1 if ctx.quick else 3
+    runs = {(n, k): [] for n in proxies for k in ROUTING_PATHS}
+    for (n, k) in runs:
+        if not serves_all(proxies[n].port, names, path=ROUTING_PATHS[k]):
+            raise RuntimeError(f"{ROUTING_PATHS[k]} through the {n}-context proxy does not "
+                               "reach both backends")
+        bl.run_wrk(proxies[n].port, warm, 2, 32, path=ROUTING_PATHS[k])
+    for r in range(rounds):
+        order = list(runs) if r % 2 == 0 else list(reversed(runs))
+        for n, k in order:
+            log(f"routing: round {r + 1}/{rounds} {n} contexts {k}")
+            before = children_cpu(proxies[n])
+            res = bl.run_wrk(proxies[n].port, secs, 2, 32, path=ROUTING_PATHS[k])
+            res["cpu_us"] = ctx.figure("routing", ex.us_per_request, before,
+                                       children_cpu(proxies[n]), res["requests"])
+            res.pop("raw")
+            runs[(n, k)].append(res)
+    return runs, rounds, secs
+
+
+def children_cpu(proxy):
+    """{pid: CPU seconds} of the proxy's children: less shaken by the other
+    load on a shared machine than req/s is."""
+    return {pid: bl.cpu_seconds(pid) for pid in proxy.child_pids()}
+
+
+def routing_join(ctx, proxies, hot_senders, hot_url, names):
+    """Trials, the proxies taking turns: hot's first member claims a new
+    context /hot/nK (ex.routed_contexts: not routed before, a 404 from the
+    proxy), and one keep-alive client polls GET /hot/nK/f until a member
+    answers it (200, its name in the body); the seconds from the sendto,
+    and the context's BCN00146 log time."""
+    trials = 10 if ctx.quick else 30
+    res = {n: {"join": [], "polls": [], "routed_log": [], "failures": []} for n in proxies}
+    sent_at = {n: {} for n in proxies}
+    for k in range(1, trials + 1):
+        for n in (proxies if k % 2 else list(reversed(list(proxies)))):
+            context = hot_claim(k)[-1]
+            poller = bl.Poller(proxies[n].port, f"{context}/f")
+            try:
+                status, _ = poller.get()
+                if status != 404:
+                    raise RuntimeError(f"{context}/f answered {status} before it was claimed")
+                dg = hot_senders[n].datagram(hot_url, extra=[
+                    ("svc", "hot"), ("ctx", ",".join(hot_claim(k)))])
+                t0, wall = time.monotonic(), time.time()
+                hot_senders[n].send(dg)
+                sent_at[n][context] = wall
+                polls = 0
+                while time.monotonic() < t0 + 2.0:
+                    status, body = poller.get()
+                    polls += 1
+                    if status == 200 and bl.body_name(body) in names:
+                        res[n]["join"].append(time.monotonic() - t0)
+                        res[n]["polls"].append(polls)
+                        break
+                else:
+                    res[n]["failures"].append(f"{context} not routed within 2 s "
+                                              f"({n} contexts)")
+            finally:
+                poller.close()
+        log(f"routing: join trial {k}/{trials}")
+    for n, p in proxies.items():
+        text = p.log_text(f"routing-{n}-error.log")
+        res[n]["routed_log"] = ctx.figure("routing", ex.delays,
+                                          ex.log_times(text, ex.ROUTED_RE), sent_at[n],
+                                          "BCN00146 routed")
+    return res, trials
+
+
+def bench_routing(ctx):
+    why = missing_tool("wrk")
+    if why:
+        raise Skip(f"wrk missing ({why})")
+    trials = 10 if ctx.quick else 30
+    sites = [ctx.track(bl.Site(ctx.dir / f"routing-backend{i}", [f"h{i}"])) for i in range(2)]
+    for s in sites:
+        for path in [ROUTING_PATHS["static"], ROUTING_PATHS["routed"]] + [
+                f"{hot_claim(k)[-1]}/f" for k in range(trials + 1)]:
+            s.add_file(path)
+        s.start()
+    hot_urls = [s.member_url(0) for s in sites]
+    names = [s.names[0] for s in sites]
+    proxies, senders = {}, {}
+    try:
+        for n in ROUTING_SIZES:
+            proxies[n], senders[n] = routing_proxy(ctx, n, hot_urls)
+        runs, rounds, secs = routing_throughput(ctx, proxies, names)
+        join, trials = routing_join(ctx, proxies, senders, hot_urls[0], names)
+    finally:
+        for s in senders.values():
+            s.close()
+    for n, p in proxies.items():
+        ctx.check_log(p, f"routing/{n}-context proxy")
+    ctx.raw["routing"] = {"throughput": {f"{n} {k}": v for (n, k), v in runs.items()},
+                          "join": join}
+    lines = [f"   one proxy per table size, each with balancer hot (2 apache2 backends, "
+             f"100-byte file) and balancer cold (members that",
+             f"   only fill the table); routed: GET {ROUTING_PATHS['routed']} (context "
+             f"{HOT_APP}, no ProxyPass); static: GET {ROUTING_PATHS['static']}",
+             "   (`ProxyPass /static balancer://hot/static`, the same members; a routed "
+             "request checks it first)",
+             f"   wrk -t2 -c32 -d{secs}s --latency, {rounds} round(s), the four runs taking "
+             "turns, the order reversed every other round",
+             f"   {'':34}{'req/s median (range)':>22}{'p99 ms median (range)':>26}"
+             f"{'errors':>8}  proxy CPU us/request"]
+    lines += routing_throughput_lines(ctx, runs)
+    lines += routing_join_lines(ctx, join, trials)
+    lines += ["   " + CLUSTER_FIGURES[0], CLUSTER_FIGURES[1]]
+    return lines
+
+
+def routing_throughput_lines(ctx, runs):
+    lines = []
+    for n in ROUTING_SIZES:
+        med, cpu_med = {}, {}
+        for k, title in (("static", "static ProxyPass"), ("routed", "routed by context")):
+            xs = runs[(n, k)]
+            rps, p99 = [x["rps"] for x in xs], [x["p99"] for x in xs if x["p99"] is not None]
+            med[k] = bl.median(rps)
+            errs = sum(x["non2xx"] + x["socket_errors"] for x in xs)
+            cpu = [x["cpu_us"] for x in xs if x.get("cpu_us") is not None]
+            cpu_med[k] = bl.median(cpu)
+            lines.append(f"   {f'{n:,} contexts, {title}':34}{fmt(med[k], '.0f'):>8} "
+                         f"({rng(rps, '.0f')})".ljust(59)
+                         + f"{fmt(bl.median(p99), '.2f'):>8} ({rng(p99, '.2f')})".ljust(26)
+                         + f"{errs:>8}" + f"{fmt(bl.median(cpu), '.1f'):>9} ({rng(cpu, '.1f')})")
+        ratio = med["routed"] / med["static"]
+        paired = [b["rps"] / a["rps"] for a, b in zip(runs[(n, "static")], runs[(n, "routed")])]
+        cpu_ratio = (cpu_med["routed"] / cpu_med["static"]
+                     if cpu_med["routed"] and cpu_med["static"] else None)
+        lines.append(f"   {f'{n:,} contexts, routed/static':34}{ratio:>8.3f} "
+                     f"(per round {rng(paired, '.3f')})".ljust(93)
+                     + f"{fmt(cpu_ratio, '.3f'):>9} (CPU routed/static)")
+        ctx.goal("routing", f"req/s routed/static ProxyPass >= {ROUTING_GOAL} with {n:,} "
+                 "contexts", ratio >= ROUTING_GOAL, f"{ratio:.3f} (rounds {rng(paired, '.3f')}; "
+                 f"{med['routed']:.0f} vs {med['static']:.0f} req/s; proxy CPU per request "
+                 f"{fmt(cpu_med['routed'], '.1f')} vs {fmt(cpu_med['static'], '.1f')} us)")
+    return lines
+
+
+def routing_join_lines(ctx, join, trials):
+    lines = [f"   a new context, {trials} trials per proxy: hot's member claims /hot/nK "
+             "(replacing /hot/n(K-1)) -> first 200 from a member",
+             "   to a client polling GET /hot/nK/f on one keep-alive connection; times in ms",
+             f"   {'':34}{'n':>4}{'p50':>9}{'p99':>9}   (min-max)"]
+    met, detail = True, []
+    for n in ROUTING_SIZES:
+        r = join[n]
+        for title, xs in ((f"{n:,} contexts: datagram -> routed", r["join"]),
+                          ("  datagram -> BCN00146 (log time)", r["routed_log"])):
+            if xs is None:
+                lines.append(f"   {title:34} BROKEN (see the goals)")
+            elif not xs:
+                lines.append(f"   {title:34} none")
+            else:
+                lines.append(f"   {title:34}{len(xs):>4}{1e3 * bl.pct(xs, 50):>9.2f}"
+                             f"{1e3 * bl.pct(xs, 99):>9.2f}   ({rng(xs, '.2f', 1e3)})")
+        if r["failures"]:
+            lines.append(f"   failures: {len(r['failures'])}, e.g. {r['failures'][0]}")
+        j = r["join"]
+        met = met and len(j) == trials and bl.pct(j, 50) <= ROUTING_JOIN_GOAL
+        detail.append(f"{n:,} contexts {1e3 * bl.pct(j, 50):.2f} ms (p99 "
+                      f"{1e3 * bl.pct(j, 99):.2f}, {len(j)} of {trials} seen)" if j
+                      else f"{n:,} contexts: none of {trials} seen")
+    ctx.goal("routing", f"a new context's datagram -> first routed response p50 <= "
+             f"{1e3 * ROUTING_JOIN_GOAL:g} ms", met,
+             "; ".join(detail) + "; mod_proxy_cluster with its cache: 0.6 s (issue 24, "
+             "not measured here)")
+    return lines
+
+
 # ---- report ------------------------------------------------------------------------
 
 TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)",
@@ -1829,9 +2081,11 @@ TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)"
                    "rolling replacement",
           "fanout": "7. Fan-out: one sender to every address of a name",
           "services": f"8. Services: the forged flood at a receiver with {SERVICES} services "
-                      "vs one"}
+                      "vs one",
+          "routing": "9. Routing by context: routed requests vs a static ProxyPass, "
+                     "a new context's first request"}
 ORDER = ("request", "control", "convergence", "footprint", "library", "churn", "fanout",
-         "services")
+         "services", "routing")
 
 
 def run_section(ctx, key, fn):
@@ -1936,7 +2190,8 @@ def main():
     sections = {}
     funcs = {"library": bench_library, "request": bench_request, "control": bench_control,
              "convergence": bench_convergence, "footprint": bench_footprint,
-             "churn": bench_churn, "fanout": bench_fanout, "services": bench_services}
+             "churn": bench_churn, "fanout": bench_fanout, "services": bench_services,
+             "routing": bench_routing}
     try:
         for key in [k for k in ORDER if k in only]:
             log(f"{key}: start")

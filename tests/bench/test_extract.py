@@ -327,6 +327,59 @@ def test_fan_rate_without_announcements_is_broken(fixture_text):
         ex.fan_rate(re.sub(rb" seq=\d+", b"", first), [first])
 
 
+# ---- routing: the route table in ?json, BCN00146's time stamps ---------------------
+
+def test_routed_contexts(fixture_text):
+    """The 10-context proxy of a --quick run: cold's member claims 8
+    contexts, hot's members /hot/app and /hot/n0."""
+    routes = ex.routed_contexts(fixture_text("routing", "status.json"))
+    assert len(routes) == 10
+    assert routes["/apps/c0001"] == routes["/apps/c0008"] == "balancer://cold"
+    assert routes["/hot/app"] == routes["/hot/n0"] == "balancer://hot"
+    assert "/apps/c0009" not in routes
+    assert ex.routed_contexts('{"receivers": [], "contexts": []}') == {}
+
+
+@pytest.mark.parametrize("drop, reason", [("context", "context has no context"),
+                                          ("balancer", "context has no balancer")])
+def test_routed_contexts_without_a_field_is_broken(fixture_text, drop, reason):
+    doc = json.loads(fixture_text("routing", "status.json"))
+    del doc["contexts"][3][drop]
+    with pytest.raises(Broken, match=reason):
+        ex.routed_contexts(json.dumps(doc))
+    del doc["contexts"]
+    with pytest.raises(Broken, match="has no contexts"):
+        ex.routed_contexts(json.dumps(doc))
+
+
+def test_us_per_request():
+    """A child that came during the run counts from 0; one that did
+    nothing adds nothing; no CPU time moved at all is BROKEN."""
+    before = {10: 1.0, 11: 2.0}
+    after = {10: 1.5, 11: 2.0, 12: 0.5}
+    assert ex.us_per_request(before, after, 10_000) == pytest.approx(100.0)
+    with pytest.raises(Broken, match="used 0.000000 s of CPU for 10000 requests"):
+        ex.us_per_request(before, before, 10_000)
+    with pytest.raises(Broken, match="for 0 requests"):
+        ex.us_per_request(before, after, 0)
+
+
+def test_routed_lines(fixture_text):
+    """Each context routed once, its first line's time (a withdrawn one,
+    BCN00150, is not routed); the 10 trials' /hot/n1 ... /hot/n10."""
+    text = fixture_text("routing", "routing-error.log")
+    routed = ex.log_times(text, ex.ROUTED_RE)
+    assert len(routed) == 20
+    assert routed["/hot/n1"] == datetime.datetime(2026, 12, 2, 4, 39, 34, 798664).timestamp()
+    trials = [f"/hot/n{k}" for k in range(1, 11)]
+    sent = {c: routed[c] - 0.0005 for c in trials}
+    assert ex.delays(routed, sent, "BCN00146 routed") == pytest.approx([0.0005] * 10,
+                                                                      abs=1e-6)
+    quiet = "\n".join(l for l in text.splitlines() if "BCN00146" not in l)
+    with pytest.raises(Broken, match="no BCN00146 routed line .* 10 urls"):
+        ex.delays(ex.log_times(quiet, ex.ROUTED_RE), sent, "BCN00146 routed")
+
+
 # ---- log lines no quick run writes: their regexes against the C source -------------
 
 def source_message(tag):

@@ -115,3 +115,34 @@ def test_services_ratio_met_missed_and_broken(ctx):
         and "20 service(s) 790 of 800" in goals[2]
     assert goals[3].startswith("   BROKEN ") and "no unpaced forged run" in goals[3]
     assert goals[4].startswith("   BROKEN ") and "one service kept no datagram" in goals[4]
+
+
+def wrk_runs(*rps, cpu_us=None):
+    return [{"rps": r, "p99": 10.0, "non2xx": 0, "socket_errors": 0, "cpu_us": cpu_us}
+            for r in rps]
+
+
+def test_routing_ratio_and_join_met_missed_and_broken(ctx):
+    """The ratio is of the medians of the rounds, at each table size; a
+    join p50 over 5 ms, or a trial never routed, is MISSED; the log's
+    times missing (ctx.figure's None) shows BROKEN in the section."""
+    runs = {(10, "static"): wrk_runs(1000, 1100, 1050, cpu_us=80.0),
+            (10, "routed"): wrk_runs(1040, 1000, 1060, cpu_us=82.0),
+            (1000, "static"): wrk_runs(1000, 1000, 1000), (1000, "routed"): wrk_runs(970, 900, 975)}
+    lines = rb.routing_throughput_lines(ctx, runs)
+    assert any("10 contexts, routed/static" in l and "0.990" in l and "1.025 (CPU" in l
+               for l in lines), lines
+    join = {10: {"join": [0.001, 0.002, 0.003], "routed_log": None, "failures": []},
+            1000: {"join": [0.004, 0.006], "routed_log": [0.001, 0.002],
+                   "failures": ["/hot/n3 not routed within 2 s (1000 contexts)"]}}
+    lines = rb.routing_join_lines(ctx, join, 3)
+    assert "BROKEN (see the goals)" in lines[4] and "failures: 1" in lines[-1]
+    goals = goals_block(table(ctx, {})).splitlines()
+    assert goals[0].startswith("   met    ") and "with 10 contexts: 0.990" in goals[0] \
+        and "proxy CPU per request 82.0 vs 80.0 us" in goals[0]
+    assert goals[1].startswith("   MISSED ") and "with 1,000 contexts: 0.970" in goals[1]
+    assert goals[2].startswith("   MISSED ") and "10 contexts 2.00 ms" in goals[2] \
+        and "1,000 contexts 4.00 ms (p99 6.00, 2 of 3 seen)" in goals[2]
+    join[1000] = {"join": [0.004, 0.006, 0.005], "routed_log": [], "failures": []}
+    rb.routing_join_lines(ctx, join, 3)
+    assert goals_block(table(ctx, {})).splitlines()[3].startswith("   met    ")
