@@ -103,7 +103,7 @@ check-sanitize: deps
 	$(CMAKE) --build $(ASAN_BUILD) --parallel $(JOBS)
 	$(CTEST) --test-dir $(ASAN_BUILD) $(CTEST_ARGS)
 
-# End-to-end benchmarks, about 5 minutes (bench/run_bench.py): the request
+# End-to-end benchmarks, about 11 minutes (bench/run_bench.py): the request
 # path through the proxy (wrk), the receiver under a datagram flood
 # (build/bench_flood), join and eviction latency against HAProxy, memory
 # and CPU, and build/bench_datagram. They report and never fail on a missed
