@@ -200,13 +200,24 @@ static int claims_context(const char *value, const char *context)
     return 0;
 }
 
+/* A shown receiver's claims, read from the registry once a page. */
+typedef struct {
+    beacon_claim *claims;
+    int n;        /* -1: not read yet */
+} lane_claims;
+
 /* The members of sr's balancer that claim context. */
 static void add_claimants(request_rec *r, const beacon_shown_receiver *sr,
-                          beacon_shown_context *c)
+                          lane_claims *lc, beacon_shown_context *c)
 {
     beacon_claim *claims;
-    int i, n = beacon_balancer_claims(sr->v->target, r->pool, &claims);
+    int i, n;
 
+    if (lc->n < 0) {
+        lc->n = beacon_balancer_claims(sr->v->target, r->pool, &lc->claims);
+    }
+    claims = lc->claims;
+    n = lc->n;
     c->members = apr_pcalloc(r->pool, sizeof(*c->members) * (apr_size_t)(n + 1));
     for (i = 0; i < n; i++) {
         if (claims_context(claims[i].ctx, c->context)) {
@@ -252,8 +263,12 @@ int beacon_view_contexts(request_rec *r, const beacon_shown_receiver *shown,
                          int n, beacon_shown_context **contexts)
 {
     apr_array_header_t *out = apr_array_make(r->pool, 16, sizeof(beacon_shown_context));
+    lane_claims *claims = apr_palloc(r->pool, sizeof(*claims) * (apr_size_t)(n + 1));
     int i, k;
 
+    for (i = 0; i < n; i++) {
+        claims[i].n = -1;
+    }
     for (i = 0; i < n; i++) {
         const beacon_route_table *rt = shown[i].v->conf->routes;
         beacon_route_view *routes;
@@ -273,7 +288,7 @@ int beacon_view_contexts(request_rec *r, const beacon_shown_receiver *shown,
             c->context = routes[k].context;
             c->balancer = apr_pstrcat(r->pool, "balancer://", routes[k].balancer, NULL);
             if (sr) {
-                add_claimants(r, sr, c);
+                add_claimants(r, sr, &claims[sr - shown], c);
             }
         }
     }
