@@ -263,6 +263,7 @@ int beacon_route_table_list(const beacon_route_table *rt, apr_pool_t *p,
         (*routes)[i].context = apr_pstrdup(p, beacon_routes_name(image, e));
         (*routes)[i].lane = lane;
         (*routes)[i].balancer = rt->lanes[lane].name;
+        (*routes)[i].url = rt->url[lane];
     }
     return (int)n;
 }

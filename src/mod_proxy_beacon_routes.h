@@ -50,6 +50,7 @@ const char *beacon_route_table_find(const beacon_route_table *rt, const char *pa
 typedef struct {
     const char *context;
     const char *balancer;   /* bare name */
+    const char *url;        /* "balancer://name" */
     int lane;               /* index of its balancer in lanes */
 } beacon_route_view;
 

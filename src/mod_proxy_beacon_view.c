@@ -286,7 +286,7 @@ int beacon_view_contexts(request_rec *r, const beacon_shown_receiver *shown,
 
             memset(c, 0, sizeof(*c));
             c->context = routes[k].context;
-            c->balancer = apr_pstrcat(r->pool, "balancer://", routes[k].balancer, NULL);
+            c->balancer = routes[k].url;
             if (sr) {
                 add_claimants(r, sr, &claims[sr - shown], c);
             }
