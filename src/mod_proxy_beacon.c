@@ -98,6 +98,13 @@ static const char *balancers_problem(apr_pool_t *p, server_rec *s,
         return "ProxyBeaconService and ProxyBeaconBalancer service= both "
                "name the balancer's service: keep one";
     }
+    if (beacon_receiver_capacity(conf) - BEACON_TABLE_CAPACITY >
+        BEACON_RECEIVER_SLOTS_MAX) {
+        return apr_psprintf(p, "ProxyBeaconBalancer: the balancers of one "
+                            "receiver reserve at most %d slots= in all, "
+                            "these %u", BEACON_RECEIVER_SLOTS_MAX,
+                            beacon_receiver_capacity(conf) - BEACON_TABLE_CAPACITY);
+    }
     for (i = 0; i < n; i++) {
         const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
 

@@ -44,6 +44,17 @@ const char *beacon_balancer_service(const beacon_server_conf *conf, int i)
                        : beacon_balancer_count(conf) == 1 ? conf->service : NULL;
 }
 
+unsigned beacon_receiver_capacity(const beacon_server_conf *conf)
+{
+    unsigned capacity = BEACON_TABLE_CAPACITY;
+    int i;
+
+    for (i = 0; i < beacon_balancer_count(conf); i++) {
+        capacity += (unsigned)beacon_balancer_at(conf, i)->slots;
+    }
+    return capacity;
+}
+
 const char *beacon_receiver_ring(const beacon_server_conf *conf,
                                  beacon_ring_t *ring, int *lane,
                                  int *default_lane)
@@ -590,6 +601,18 @@ static const char *set_contexts(cmd_parms *cmd, void *dummy, int argc,
     return NULL;
 }
 
+/* slots=N: member slots the balancer reserves at start. */
+static const char *set_slots(beacon_balancer_conf *bc, const char *v)
+{
+    apr_int64_t n;
+
+    if (!beacon_whole_number(v, 1, BEACON_SLOTS_MAX, &n)) {
+        return "expects a number of slots from 1 to " DECIMAL(BEACON_SLOTS_MAX);
+    }
+    bc->slots = (int)n;
+    return NULL;
+}
+
 static const char *balancer_option(cmd_parms *cmd, beacon_balancer_conf *bc,
                                    const char *arg)
 {
@@ -611,9 +634,12 @@ static const char *balancer_option(cmd_parms *cmd, beacon_balancer_conf *bc,
     else if (strncmp(arg, "contexts=", 9) == 0) {
         err = add_contexts(cmd, bc, arg + 9);
     }
+    else if (strncmp(arg, "slots=", 6) == 0 && bc->slots == 0) {
+        err = set_slots(bc, arg + 6);
+    }
     else {
         err = "not an option (service=NAME once, secret=SECRET at most "
-              "twice, contexts=LIST)";
+              "twice, contexts=LIST, slots=N once)";
     }
     if (err) {
         /* a secret= value is never echoed */
@@ -700,10 +726,11 @@ const command_rec beacon_cmds[] = {
         "[address][:port]: receive beacons on this UDP address; missing "
         "parts are this server's own"),
     AP_INIT_TAKE_ARGV("ProxyBeaconBalancer", set_balancer, NULL, RSRC_CONF,
-        "NAME [service=SVC] [secret=SECRET ...] [contexts=LIST]: a balancer "
-        "(name or balancer://name) announced backends join, those of "
-        "service SVC (verified with its own secrets) or, without service=, "
-        "those that name none, claiming only the contexts of LIST; "
+        "NAME [service=SVC] [secret=SECRET ...] [contexts=LIST] [slots=N]: a "
+        "balancer (name or balancer://name) announced backends join, those "
+        "of service SVC (verified with its own secrets) or, without "
+        "service=, those that name none, claiming only the contexts of "
+        "LIST, in N member slots reserved at start; "
         "repeatable, one per service; without it the receiver only logs"),
     AP_INIT_TAKE1("ProxyBeaconTimeout", set_interval, &timeout_of_receiver,
         RSRC_CONF,

@@ -46,6 +46,8 @@ typedef struct {
     unsigned nkeys;
     beacon_allow_t *contexts;     /* contexts= its members may claim; NULL:
                                    * it routes none, and ctx= is ignored */
+    int slots;                    /* slots=: member slots reserved at start
+                                   * (placeholders); 0: none, growth only */
     const char *where;            /* "file:line" for config-time errors */
 } beacon_balancer_conf;
 
@@ -105,6 +107,16 @@ const char *beacon_balancer_service(const beacon_server_conf *conf, int i);
 const char *beacon_receiver_ring(const beacon_server_conf *conf,
                                  beacon_ring_t *ring, int *lane,
                                  int *default_lane);
+
+/* slots= bounds: a balancer reserves 1 to BEACON_SLOTS_MAX, a receiver
+ * BEACON_RECEIVER_SLOTS_MAX in all (its tables are sized from them). */
+#define BEACON_SLOTS_MAX 5000
+#define BEACON_RECEIVER_SLOTS_MAX 20000
+
+/* The urls a receiver tracks at once (its member table, registry and
+ * status records): BEACON_TABLE_CAPACITY for members in growth slots,
+ * urls waiting for a slot and replay marks, plus every reserved slot. */
+unsigned beacon_receiver_capacity(const beacon_server_conf *conf);
 
 /* ProxyBeaconForget as set, else its default: an hour, or longer than the
  * lease plus twice the skew window when those are longer. */

@@ -15,6 +15,11 @@ struct proxy_worker; /* httpd's (mod_proxy.h), given params */
 
 typedef struct beacon_member_params beacon_member_params;
 
+/* Whether v is a whole decimal number in [min, max], into *out (atoi
+ * would take "5x" as 5). */
+int beacon_whole_number(const char *v, apr_int64_t min, apr_int64_t max,
+                        apr_int64_t *out);
+
 /*
  * Adds one "key=value" to *params (made from p when NULL); NULL, or an
  * error naming the key. The health-check keys (hc...) are mod_proxy_hcheck's
