@@ -55,7 +55,7 @@ beacon_balancer *beacon_balancer_open(apr_pool_t *pconf, server_rec *s,
     t->policy = *policy;
     t->name = beacon_worker_balancer_name(t->w);
     t->s = s;
-    t->registry = beacon_registry_open(pconf, s, registry_key);
+    t->registry = beacon_registry_open(pconf, s, registry_key, policy->entries);
     if (t->registry == NULL) {
         return NULL;
     }
@@ -482,7 +482,7 @@ static int add_replay_marks(beacon_balancer *t, apr_pool_t *p,
 {
     unsigned i;
 
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    for (i = 0; i < beacon_registry_size(t->registry); i++) {
         beacon_entry *e = beacon_registry_entry(t->registry, i);
 
         if (e && e->state == BEACON_ENTRY_MARK &&
@@ -510,7 +510,7 @@ int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
     count = beacon_worker_count(t->w);
     /* room for every member and every replay mark the registry holds */
     *members = apr_pcalloc(p, sizeof(beacon_member) *
-                                  (apr_size_t)(count + BEACON_REGISTRY_SIZE));
+                                  (apr_size_t)(count + beacon_registry_size(t->registry)));
     for (i = 0; i < count; i++) {
         beacon_slot_view v;
         beacon_entry *e;
@@ -534,8 +534,8 @@ int beacon_balancer_claims(const beacon_balancer *t, apr_pool_t *p,
     unsigned i;
     int n = 0;
 
-    *claims = apr_palloc(p, sizeof(beacon_claim) * BEACON_REGISTRY_SIZE);
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    *claims = apr_palloc(p, sizeof(beacon_claim) * beacon_registry_size(t->registry));
+    for (i = 0; i < beacon_registry_size(t->registry); i++) {
         const beacon_entry *e = beacon_registry_entry(t->registry, i);
         const char *ctx;
 

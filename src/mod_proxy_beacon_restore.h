@@ -20,6 +20,7 @@ typedef struct {
     apr_interval_time_t forget;   /* silence after which it is forgotten */
     apr_interval_time_t replay_span; /* 2 x MaxSkew: a replay mark's life */
     const beacon_member_params *params; /* ProxyBeaconMemberParams */
+    unsigned entries;             /* the registry's: the receiver's capacity */
 } beacon_member_policy;
 
 /*
