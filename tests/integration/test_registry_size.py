@@ -8,7 +8,7 @@ import pytest
 
 from beacon_env import Announcer, receiver_config, start_receiver, wait_member
 from httpd import free_port
-from test_registry import claims_file, registry_file
+from test_registry import claims_file, registry_file, reseal
 
 pytestmark = pytest.mark.beacon
 
@@ -92,3 +92,46 @@ def test_an_unchanged_size_carries_nothing(httpd_factory, backend_factory):
     assert b.url in [w["name"] for w in h.balancer_members()]
     h.stop()
     assert "BCN00170" not in h.error_log()[mark:]
+
+
+MARK = 3  # beacon_entry_state: a replay mark
+
+
+def fill_with_marks(path, member_url, slots):
+    """Every free entry of the file made a replay mark of a url of its
+    own, from a copy of the member's entry (resealed)."""
+    data = bytearray(path.read_bytes())
+    entry = (len(data) - FIXED) // (slots + 1) - 1
+    start = 8 + entry  # the free count, then the header slot
+    magic = (0x42434E52).to_bytes(4, "little")
+    at = data.index(magic, start)
+    member = bytes(data[at:at + entry])
+    url_at = member.index(member_url.encode() + b"\0")
+    for k in range(slots):
+        slot = start + k * entry
+        if slot == at:
+            continue
+        copy = bytearray(member)
+        copy[8:12] = MARK.to_bytes(4, "little")
+        url = f"http://127.0.0.1:{1000 + k}".encode() + b"\0"
+        copy[url_at:url_at + len(url)] = url
+        data[slot:slot + entry] = copy
+    path.write_bytes(reseal(bytes(data)))
+
+
+def test_a_smaller_registry_keeps_the_members_first(httpd_factory, backend_factory):
+    """More entries than the new registry holds: the members are kept,
+    then as many replay marks as fit, and the rest is dropped, said so."""
+    udp = free_port()
+    h = proxy(httpd_factory, udp, f"{BALANCER} slots=5")
+    h.udp = udp
+    start_receiver(h)
+    b = backend_factory("b")
+    members_with_claims(h, udp, [b])
+    h.stop()
+    fill_with_marks(registry_file(h), b.url, DEFAULT + 5)
+    mark = restart_with(h, BALANCER)
+    wait_carried(h, mark, DEFAULT + 5, DEFAULT, DEFAULT)
+    h.wait_log(r"BCN00171: member registry of .+: 5 entries did not fit in %d and "
+               r"were dropped \(members are kept first" % DEFAULT, since=mark)
+    assert b.url in [w["name"] for w in h.balancer_members()]
