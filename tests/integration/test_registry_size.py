@@ -17,17 +17,19 @@ FIXED = 8 + 16 + 16   # mod_slotmem_shm: the free count, the digest, the descrip
 BALANCER = "cluster contexts=/shop"
 
 
-def proxy(httpd_factory, udp, balancer):
-    return httpd_factory(tail_config=receiver_config(udp, balancer, timeout="60"))
-
-
-def members_with_claims(h, udp, backends):
+def proxy_with(httpd_factory, balancer, backends):
+    """A started receiver of balancer whose members are backends, each
+    claiming /shop."""
+    udp = free_port()
+    h = httpd_factory(tail_config=receiver_config(udp, balancer, timeout="60"))
+    h.udp = udp
+    start_receiver(h)
     ann = Announcer(udp)
     for b in backends:
         ann.announce(b.url, extra=[("ctx", "/shop")])
     for b in backends:
         wait_member(h, b.url)
-    return ann
+    return h
 
 
 def restart_with(h, balancer):
@@ -48,12 +50,8 @@ def wait_carried(h, mark, before, after, n):
 @pytest.mark.parametrize("slots", [20, 3000])
 def test_members_are_carried_when_slots_are_added_and_removed(httpd_factory,
                                                               backend_factory, slots):
-    udp = free_port()
-    h = proxy(httpd_factory, udp, BALANCER)
-    h.udp = udp
-    start_receiver(h)
     backends = [backend_factory(name) for name in ("a", "b", "c")]
-    members_with_claims(h, udp, backends)
+    h = proxy_with(httpd_factory, BALANCER, backends)
     h.stop()
     small = registry_file(h).stat().st_size
     assert (small - FIXED) % (DEFAULT + 1) == 0, small
@@ -82,12 +80,8 @@ def test_members_are_carried_when_slots_are_added_and_removed(httpd_factory,
 
 def test_an_unchanged_size_carries_nothing(httpd_factory, backend_factory):
     """The usual restart: the file is restored as it is, no carry line."""
-    udp = free_port()
-    h = proxy(httpd_factory, udp, f"{BALANCER} slots=5")
-    h.udp = udp
-    start_receiver(h)
     b = backend_factory("b")
-    members_with_claims(h, udp, [b])
+    h = proxy_with(httpd_factory, f"{BALANCER} slots=5", [b])
     mark = restart_with(h, f"{BALANCER} slots=5")
     assert b.url in [w["name"] for w in h.balancer_members()]
     h.stop()
@@ -122,12 +116,8 @@ def fill_with_marks(path, member_url, slots):
 def test_a_smaller_registry_keeps_the_members_first(httpd_factory, backend_factory):
     """More entries than the new registry holds: the members are kept,
     then as many replay marks as fit, and the rest is dropped, said so."""
-    udp = free_port()
-    h = proxy(httpd_factory, udp, f"{BALANCER} slots=5")
-    h.udp = udp
-    start_receiver(h)
     b = backend_factory("b")
-    members_with_claims(h, udp, [b])
+    h = proxy_with(httpd_factory, f"{BALANCER} slots=5", [b])
     h.stop()
     fill_with_marks(registry_file(h), b.url, DEFAULT + 5)
     mark = restart_with(h, BALANCER)
