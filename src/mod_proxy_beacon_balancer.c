@@ -101,8 +101,11 @@ static void count_failover(beacon_balancer *t)
 
 int beacon_balancer_restore(beacon_balancer *t, apr_pool_t *p, int *forgotten)
 {
-    int restored = beacon_restore_members(t->w, t->registry, &t->policy,
-                                          t->slots, p, forgotten);
+    int restored;
+
+    beacon_worker_index(t->w); /* a thousand members: no walk for each */
+    restored = beacon_restore_members(t->w, t->registry, &t->policy, t->slots,
+                                      p, forgotten);
 
     beacon_slots_index(t->slots); /* some were taken, some given back */
     if (restored > 0) {

@@ -338,11 +338,13 @@ static const char *index_key(beacon_workers *ws, const char *name)
     return apr_pstrdup(ws->index_pool, canonical);
 }
 
+/* Under its name, unless one before it in the list has that name: the
+ * first, as a walk finds it (the configuration's members come first). */
 static void index_put(beacon_workers *ws, proxy_worker *w)
 {
     const char *key = index_key(ws, w->s->name_ex);
 
-    if (key != NULL) {
+    if (key != NULL && apr_hash_get(ws->by_name, key, APR_HASH_KEY_STRING) == NULL) {
         apr_hash_set(ws->by_name, key, APR_HASH_KEY_STRING, w);
     }
 }
@@ -448,12 +450,18 @@ beacon_slot *beacon_worker_at(const beacon_workers *ws, int i)
     return slot_name(((proxy_worker **)ws->b->workers->elts)[i]->s);
 }
 
-int beacon_worker_configured(const beacon_workers *ws, const char *url,
+int beacon_worker_configured(beacon_workers *ws, const char *url,
                              const beacon_slot *kept)
 {
     proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
+    proxy_worker *first;
     int i;
 
+    if (is_indexed(ws)) {
+        /* the configuration's members come first in the list */
+        first = worker_named(ws, url);
+        return first != NULL && first->s != shm_of(kept);
+    }
     for (i = 0; i < ws->b->workers->nelts; i++) {
         if (w[i]->s != shm_of(kept) &&
             beacon_worker_names(w[i]->s->name_ex, url)) {

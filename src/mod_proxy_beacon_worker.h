@@ -152,7 +152,8 @@ int beacon_worker_confirmed(beacon_workers *ws, const char *url);
 
 /* From now on this process's watchdog thread finds members by an index
  * (built now, under the thread lock) rather than by a walk: for the
- * receiver's owner, which alone renames slots. */
+ * receiver's owner, which alone renames slots, and for the parent as it
+ * restores members (no child exists yet). */
 void beacon_worker_index(beacon_workers *ws);
 
 /* Members of this child's list: how many, and the slot of the i-th. */
@@ -161,7 +162,7 @@ beacon_slot *beacon_worker_at(const beacon_workers *ws, int i);
 
 /* A member named url other than the slot kept: one the configuration
  * names (BalancerMember), not beacon's. */
-int beacon_worker_configured(const beacon_workers *ws, const char *url,
+int beacon_worker_configured(beacon_workers *ws, const char *url,
                              const beacon_slot *kept);
 
 /* ------------------------------------------------------------------ */
