@@ -112,6 +112,13 @@ def receiver_json(h):
     return json.loads(body)["receivers"][0]
 
 
+def json_members(h):
+    """The member urls of ?json, as a set; AssertionError on a repeat."""
+    urls = [m["url"] for m in receiver_json(h)["members"]]
+    assert len(urls) == len(set(urls)), urls
+    return set(urls)
+
+
 def assert_slots_as_expected(h, urls, slots):
     """balancer-manager: the urls in rotation, and the rest of the slots
     placeholders, each disabled and named for a slot number of its own."""
@@ -173,6 +180,9 @@ def test_300_members_join_400_reserved_slots_without_growth_and_each_serves(thre
     h, _, many = three_hundred
     serve_each(h, many.names)
     assert_slots_as_expected(h, many.urls, SLOTS)
+    # never resolved: no lookup of a placeholder's name, at any level
+    assert not [l for l in h.error_log().splitlines()
+                if "beacon.invalid" in l and re.search(r"AH00898|DNS|resolv", l)]
 
 
 def test_no_view_counts_a_placeholder_as_a_member(three_hundred):
@@ -204,6 +214,9 @@ def test_a_restart_restores_all_300_into_reserved_slots(three_hundred, how):
     h.wait_log(RESTORED_RE % MEMBERS, since=mark)
     assert_slots_as_expected(h, many.urls, SLOTS)
     serve_each(h, many.names)
+    # the children's views catch up with the restored table
+    wait_for(lambda: json_members(h) == set(many.urls), 10,
+             f"the {MEMBERS} restored members, and no placeholder, in ?json", interval=0.2)
 
 
 def test_apache2_t_gives_no_growth_warning_to_a_balancer_with_slots(httpd_factory):
