@@ -206,13 +206,18 @@ def test_no_view_counts_a_placeholder_as_a_member(three_hundred):
 
 @pytest.mark.parametrize("how", ["graceful", "stop and start"])
 def test_a_restart_restores_all_300_into_reserved_slots(three_hundred, how):
-    """Before any new announcement: every member is back in rotation, the
+    """Before any new announcement: every member is back in rotation in
+    its own slot (balancer-manager lists the slots in order), the
     placeholders are the 100 others, and all 300 serve."""
     h, _, many = three_hundred
+    before = [w["name"] for w in h.balancer_members()]
     mark = h.log_size()
     restart(h, how)
     h.wait_log(RESTORED_RE % MEMBERS, since=mark)
     assert_slots_as_expected(h, many.urls, SLOTS)
+    after = [w["name"] for w in h.balancer_members()]
+    moved = [(i, a, b) for i, (a, b) in enumerate(zip(before, after)) if a != b]
+    assert not moved, f"{len(moved)} slots changed hands across the restart: {moved[:5]}"
     serve_each(h, many.names)
     # the children's views catch up with the restored table
     wait_for(lambda: json_members(h) == set(many.urls), 10,
