@@ -130,7 +130,8 @@ def assert_slots_as_expected(h, urls, slots):
     assert all(enabled(w) for w in workers if w["name"] in set(urls))
     assert len(held) == slots - len(urls), \
         f"{len(held)} placeholders, expected {slots - len(urls)}: {names[:5]}..."
-    assert not [w["name"] for w in held if enabled(w)], "a placeholder is in rotation"
+    assert not [w["name"] for w in held if "Dis" not in w["flags"]], \
+        f"a placeholder is not disabled: {[(w['name'], w['status']) for w in held][:5]}"
     numbers = [int(PLACEHOLDER_RE.fullmatch(w["name"]).group(1)) for w in held]
     assert len(set(numbers)) == len(numbers) and all(1 <= k <= slots for k in numbers), \
         sorted(numbers)
