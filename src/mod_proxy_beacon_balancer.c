@@ -386,7 +386,7 @@ static beacon_add_result add(beacon_balancer *t, const char *url,
 }
 
 apr_status_t beacon_balancer_set_disabled(beacon_balancer *t, const char *url,
-                                          int disabled)
+                                          int disabled, int *hint)
 {
     apr_status_t rv = beacon_worker_hold(t->w); /* the registry is written too */
     beacon_slot_change c;
@@ -398,7 +398,8 @@ apr_status_t beacon_balancer_set_disabled(beacon_balancer *t, const char *url,
         return rv;
     }
     if ((slot = beacon_worker_find(t->w, url)) == NULL ||
-        (e = entry_of(t, url)) == NULL) {
+        (e = beacon_registry_find_hinted(t->registry, t->name, url,
+                                          hint)) == NULL) {
         beacon_worker_unlock(t->w);
         return APR_NOTFOUND;
     }
@@ -490,7 +491,7 @@ void beacon_balancer_announced(beacon_balancer *t,
     case BEACON_ACT_ENABLE:
     case BEACON_ACT_DISABLE:
         out->changed = beacon_balancer_set_disabled(
-            t, a->url, a->action == BEACON_ACT_DISABLE);
+            t, a->url, a->action == BEACON_ACT_DISABLE, a->hint);
         break;
     default:
         break;
@@ -591,8 +592,7 @@ void beacon_balancer_reserved(const beacon_balancer *t, int *reserved,
     beacon_slots_count(t->slots, reserved, free_slots);
 }
 
-const char *beacon_balancer_worker_flags(beacon_balancer *t, const char *url,
-                                         apr_pool_t *p)
+apr_hash_t *beacon_balancer_worker_flags(beacon_balancer *t, apr_pool_t *p)
 {
-    return beacon_worker_flags(t->w, url, p);
+    return beacon_worker_flags(t->w, p);
 }

@@ -117,11 +117,12 @@ void beacon_balancer_keep_at_stop(beacon_balancer *t);
 
 /* Sets or clears the member's Disabled flag, nothing else of the admin's
  * (out of rotation, it loses what an announced state set); APR_NOTFOUND
- * when the member is gone or not beacon's. */
+ * when the member is gone or not beacon's. hint: where its registry
+ * entry is (as in beacon_announcement). */
 apr_status_t beacon_balancer_set_disabled(beacon_balancer *t, const char *url,
-                                          int disabled);
+                                          int disabled, int *hint);
 
-/* Members carrying beacon's mark, then the replay marks of urls whose
+/* Members carrying beacon's mark, and the replay marks of urls whose
  * slot went to another (gone); returns how many were written. */
 int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
                                    beacon_member **members);
@@ -147,8 +148,7 @@ void beacon_balancer_growth(beacon_balancer *t, int *used, int *free_slots,
 void beacon_balancer_reserved(const beacon_balancer *t, int *reserved,
                               int *free_slots);
 
-/* httpd's flag text for a member ("Init Ok "), or NULL when absent. */
-const char *beacon_balancer_worker_flags(beacon_balancer *t, const char *url,
-                                         apr_pool_t *p);
+/* httpd's flag text ("Init Ok ") of every member, by url. */
+apr_hash_t *beacon_balancer_worker_flags(beacon_balancer *t, apr_pool_t *p);
 
 #endif /* MOD_PROXY_BEACON_BALANCER_H */

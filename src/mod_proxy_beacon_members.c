@@ -424,7 +424,9 @@ static void expire(beacon_receiver *r, apr_time_t now)
         r->dirty = DIRTY_CHANGED;
         if (r->target) {
             report_change(r, rec->url,
-                          beacon_balancer_set_disabled(r->target, rec->url, 1),
+                          beacon_balancer_set_disabled(
+                              r->target, rec->url, 1,
+                              &r->entry_hint[beacon_table_index(rec)]),
                           1, "evicted", BEACON_EV_EVICTED);
         }
     }

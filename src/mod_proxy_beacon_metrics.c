@@ -194,6 +194,31 @@ static void print_growth(const scrape *s)
     }
 }
 
+/* The slots a balancer reserves (slots=): taken by members, or free. */
+static void print_reserved(const scrape *s)
+{
+    apr_pool_t *p = s->r->pool;
+    int i;
+
+    family(s->r, "beacon_reserved_slots", "gauge",
+           "The balancer's reserved slots (slots=): taken by members, and "
+           "free. A join takes a free one before any growth slot.");
+    for (i = 0; i < s->nrx; i++) {
+        const beacon_shown_receiver *sr = &s->rx[i];
+        const char *l = s->rx_labels[i];
+
+        if (sr->reserved < 0) {
+            continue;
+        }
+        sample(s->r, "beacon_reserved_slots",
+               apr_pstrcat(p, l, ",state=\"taken\"", NULL),
+               apr_itoa(p, sr->reserved - sr->reserved_free));
+        sample(s->r, "beacon_reserved_slots",
+               apr_pstrcat(p, l, ",state=\"free\"", NULL),
+               apr_itoa(p, sr->reserved_free));
+    }
+}
+
 /* One series per record: its state as beacon sees it and whether an
  * admin holds it out (the two answer different questions), and its
  * announced host, which a peer chose. */
@@ -447,6 +472,7 @@ void beacon_metrics_print(request_rec *r, const server_rec *only)
         print_listening(&s);
         print_records(&s);
         print_growth(&s);
+        print_reserved(&s);
         print_member_info(&s);
         print_member_times(&s);
         print_events(&s);

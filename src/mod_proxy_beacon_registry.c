@@ -50,6 +50,8 @@ struct beacon_registry {
     ap_slotmem_instance_t *claims; /* claims_slot by entry index */
     const char *key;               /* the receiver's, for log lines */
     unsigned entries;              /* beacon_registry_size */
+    unsigned next_free;            /* where this process looks for a free
+                                    * entry first: after the last it took */
 };
 
 /* What a persisted file of another size held (its slots' bytes), to be
@@ -368,6 +370,21 @@ static int names_member(const beacon_entry *e, const char *balancer,
     return e->state != BEACON_ENTRY_MARK && names(e, balancer, url);
 }
 
+/* Entry i when it is sound and names url. The url is compared first,
+ * within its field, so that a walk of a thousand entries costs a compare
+ * each rather than a check of every field of each. */
+static beacon_entry *entry_naming(const beacon_registry *reg, unsigned i,
+                                  const char *url)
+{
+    const beacon_entry *raw = slot_at(reg, i);
+
+    if (raw == NULL || raw->magic != MARK_IN_USE ||
+        strncmp(raw->url, url, sizeof(raw->url)) != 0) {
+        return NULL;
+    }
+    return beacon_registry_entry(reg, i);
+}
+
 beacon_entry *beacon_registry_find(const beacon_registry *reg,
                                    const char *balancer, const char *url)
 {
@@ -383,14 +400,14 @@ beacon_entry *beacon_registry_find_hinted(const beacon_registry *reg,
     unsigned i;
 
     if (*hint >= 0 && (unsigned)*hint < reg->entries) {
-        beacon_entry *e = beacon_registry_entry(reg, (unsigned)*hint);
+        beacon_entry *e = entry_naming(reg, (unsigned)*hint, url);
 
         if (e && names_member(e, balancer, url)) {
             return e;
         }
     }
     for (i = 0; i < reg->entries; i++) {
-        beacon_entry *e = beacon_registry_entry(reg, i);
+        beacon_entry *e = entry_naming(reg, i, url);
 
         if (e && names_member(e, balancer, url)) {
             *hint = (int)i;
@@ -407,7 +424,7 @@ beacon_entry *beacon_registry_find_mark(const beacon_registry *reg,
     unsigned i;
 
     for (i = 0; i < reg->entries; i++) {
-        beacon_entry *e = beacon_registry_entry(reg, i);
+        beacon_entry *e = entry_naming(reg, i, url);
 
         if (e && e->state == BEACON_ENTRY_MARK && names(e, balancer, url)) {
             return e;
@@ -416,14 +433,19 @@ beacon_entry *beacon_registry_find_mark(const beacon_registry *reg,
     return NULL;
 }
 
+/* A free entry, looked for from after the last one taken: entries are
+ * taken in turn and freed in any order, so the next is usually there. */
 static beacon_entry *free_entry(const beacon_registry *reg)
 {
-    unsigned i;
+    beacon_registry *r = (beacon_registry *)reg; /* the hint only */
+    unsigned k;
 
-    for (i = 0; i < reg->entries; i++) {
+    for (k = 0; k < reg->entries; k++) {
+        unsigned i = (reg->next_free + k) % reg->entries;
         beacon_entry *e = slot_at(reg, i);
 
         if (e && e->magic != MARK_IN_USE) {
+            r->next_free = i;
             return e;
         }
     }

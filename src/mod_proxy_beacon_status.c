@@ -96,6 +96,7 @@ static void print_auto(request_rec *r)
     apr_uint64_t sent = 0, errors = 0;
     unsigned records = 0, active = 0, evicted = 0, pending = 0, not_managed = 0;
     int growth_used = 0, growth_free = 0, growth_recyclable = 0;
+    int reserved = 0, reserved_free = 0;
     beacon_shown_receiver *shown;
     beacon_sender_view *senders;
     int i, j, n = beacon_view_gather(r, NULL, 0, &shown);
@@ -111,6 +112,8 @@ static void print_auto(request_rec *r)
             growth_used += shown[i].growth_used;
             growth_free += shown[i].growth_free;
             growth_recyclable += shown[i].growth_recyclable;
+            reserved += shown[i].reserved;
+            reserved_free += shown[i].reserved_free;
         }
         for (j = 0; j < BEACON_DROP_COUNT; j++) {
             dropped[j] += shown[i].v->shared->dropped[j];
@@ -132,6 +135,8 @@ static void print_auto(request_rec *r)
     ap_rprintf(r, "BeaconGrowthUsed: %d\nBeaconGrowthFree: %d\n"
                "BeaconGrowthRecyclable: %d\n", growth_used, growth_free,
                growth_recyclable);
+    ap_rprintf(r, "BeaconSlotsReserved: %d\nBeaconSlotsFree: %d\n", reserved,
+               reserved_free);
     for (j = 0; j < BEACON_EV_COUNT; j++) {
         ap_rprintf(r, "Beacon%s: %" APR_UINT64_T_FMT "\n", beacon_event_keys[j], events[j]);
     }
@@ -233,11 +238,12 @@ static void print_receiver_json(request_rec *r, const beacon_shown_receiver *sr)
                v->shared->owner_pid, v->shared->listening ? "true" : "false");
     if (sr->growth_used >= 0) {
         ap_rprintf(r, ", \"growth\": {\"used\": %d, \"free\": %d, "
-                   "\"recyclable\": %d}", sr->growth_used, sr->growth_free,
-                   sr->growth_recyclable);
+                   "\"recyclable\": %d}, \"slots\": {\"reserved\": %d, "
+                   "\"free\": %d}", sr->growth_used, sr->growth_free,
+                   sr->growth_recyclable, sr->reserved, sr->reserved_free);
     }
     else {
-        ap_rputs(", \"growth\": null", r);
+        ap_rputs(", \"growth\": null, \"slots\": null", r);
     }
     ap_rputs(", \"events\": {", r);
     for (i = 0; i < BEACON_EV_COUNT; i++) {

@@ -199,6 +199,10 @@ static void print_receiver_facts(request_rec *r, const beacon_shown_receiver *sr
         ap_rprintf(r, "<dt>growth slots</dt><dd>%d used, %d free, %d "
                    "recyclable now</dd>", sr->growth_used, sr->growth_free,
                    sr->growth_recyclable);
+        if (sr->reserved > 0) {
+            ap_rprintf(r, "<dt>reserved slots</dt><dd>%d taken, %d free</dd>",
+                       sr->reserved - sr->reserved_free, sr->reserved_free);
+        }
     }
     ap_rprintf(r, "<dt>receiving child</dt><dd>%s</dd></dl>\n",
                sr->v->shared->owner_pid

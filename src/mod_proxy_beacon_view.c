@@ -39,11 +39,12 @@ double beacon_seconds(apr_interval_time_t t)
 }
 
 /* with_flags: also httpd's flags of each member, which take the
- * balancer's lock and a walk of its members per record; ?auto shows none. */
+ * balancer's lock and one walk of its members; ?auto shows none. */
 static void derive(beacon_shown_receiver *out, const beacon_receiver_view *v,
                    int with_flags, apr_pool_t *p, apr_time_t now)
 {
     beacon_status_record *copy = apr_palloc(p, sizeof(*copy) * v->shared->capacity);
+    apr_hash_t *flags = NULL;
     unsigned i;
 
     memset(out, 0, sizeof(*out));
@@ -51,9 +52,14 @@ static void derive(beacon_shown_receiver *out, const beacon_receiver_view *v,
     out->nrows = beacon_status_read(v->shared, copy);
     out->rows = apr_pcalloc(p, sizeof(*out->rows) * (out->nrows + 1));
     out->growth_used = out->growth_free = -1;
+    out->reserved = out->reserved_free = -1;
     if (v->target) {
         beacon_balancer_growth(v->target, &out->growth_used, &out->growth_free,
                                &out->growth_recyclable);
+        beacon_balancer_reserved(v->target, &out->reserved, &out->reserved_free);
+    }
+    if (v->target && with_flags) {
+        flags = beacon_balancer_worker_flags(v->target, p);
     }
     for (i = 0; i < out->nrows; i++) {
         beacon_shown_record *row = &out->rows[i];
@@ -74,8 +80,8 @@ static void derive(beacon_shown_receiver *out, const beacon_receiver_view *v,
         if (rec->state == BEACON_REC_PENDING && rec->retry_at > now) {
             row->retry_in = beacon_seconds(rec->retry_at - now);
         }
-        if (v->target && with_flags) {
-            row->flags = beacon_balancer_worker_flags(v->target, rec->url, p);
+        if (flags) {
+            row->flags = apr_hash_get(flags, rec->url, APR_HASH_KEY_STRING);
         }
         out->active += rec->state == BEACON_REC_ACTIVE;
         out->evicted += rec->state == BEACON_REC_EVICTED;

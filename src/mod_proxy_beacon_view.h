@@ -40,12 +40,14 @@ typedef struct {
     unsigned active, evicted, pending, not_managed;
     int growth_used, growth_free; /* -1 in log-only mode */
     int growth_recyclable;        /* slots of long-gone members, now */
+    int reserved, reserved_free;  /* slots=, and of those the free ones
+                                   * (placeholders); -1 in log-only mode */
 } beacon_shown_receiver;
 
 /*
  * The receivers of server only (NULL: every server), as shown; returns
  * how many. with_flags: also httpd's flags of each member, which take the
- * balancer's lock and a walk of its members per record.
+ * balancer's lock and a walk of its members per receiver.
  */
 int beacon_view_gather(request_rec *r, const server_rec *only, int with_flags,
                        beacon_shown_receiver **shown);

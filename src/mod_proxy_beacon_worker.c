@@ -1005,16 +1005,26 @@ void beacon_worker_rename(beacon_workers *ws, beacon_slot *slot,
     }
 }
 
-const char *beacon_worker_flags(beacon_workers *ws, const char *url,
-                                apr_pool_t *p)
+apr_hash_t *beacon_worker_flags(beacon_workers *ws, apr_pool_t *p)
 {
-    const char *flags = NULL;
-    proxy_worker *w;
+    apr_hash_t *flags = apr_hash_make(p);
+    proxy_worker **list;
+    int i;
 
-    if (beacon_worker_lock_members(ws) == APR_SUCCESS) {
-        w = worker_walked_to(ws, url); /* a request thread: no index */
-        flags = w ? ap_proxy_parse_wstatus(p, w) : NULL;
-        beacon_worker_thread_unlock(ws);
+    if (beacon_worker_lock_members(ws) != APR_SUCCESS) {
+        return flags;
     }
+    list = (proxy_worker **)ws->b->workers->elts;
+    for (i = 0; i < ws->b->workers->nelts; i++) {
+        char canonical[BEACON_URL_MAX];
+        const char *name = list[i]->s->name_ex;
+
+        if (beacon_url_canonicalize(name, strlen(name), canonical,
+                                    sizeof(canonical)) == NULL) {
+            apr_hash_set(flags, apr_pstrdup(p, canonical), APR_HASH_KEY_STRING,
+                         ap_proxy_parse_wstatus(p, list[i]));
+        }
+    }
+    beacon_worker_thread_unlock(ws);
     return flags;
 }

@@ -279,8 +279,8 @@ int beacon_worker_same_origin(const beacon_slot *slot,
 void beacon_worker_rename(beacon_workers *ws, beacon_slot *slot,
                           const beacon_worker *tmpl);
 
-/* httpd's flag text for a member ("Init Ok "), or NULL when absent. */
-const char *beacon_worker_flags(beacon_workers *ws, const char *url,
-                                apr_pool_t *p);
+/* httpd's flag text ("Init Ok ") of every member of this child's list,
+ * by canonical url (from p): one walk for a whole status page. */
+apr_hash_t *beacon_worker_flags(beacon_workers *ws, apr_pool_t *p);
 
 #endif /* MOD_PROXY_BEACON_WORKER_H */
