@@ -43,14 +43,14 @@ def slots_proxy(httpd_factory, slots, growth=None, timeout=None):
     ProxySet growth= only when growth is given); its beacon-status page at
     /beacon-status. Returns (httpd, Announcer)."""
     udp = free_port()
-    h = httpd_factory(tail_config=STATUS_PAGE + receiver_config(
+    h = httpd_factory(status=True, tail_config=STATUS_PAGE + receiver_config(
         udp, balancer=f"cluster slots={slots}", timeout=timeout))
     h.proxy_config = ("<Proxy balancer://cluster>\n"
                       + (f"    ProxySet growth={growth}\n" if growth else
                          "    ProxySet lbmethod=byrequests\n")
                       + "</Proxy>\n")
     h.proxypass_config = ("ProxyPass /balancer-manager !\nProxyPass /beacon-status !\n"
-                          "ProxyPass / balancer://cluster/\n")
+                          "ProxyPass /server-status !\nProxyPass / balancer://cluster/\n")
     start_receiver(h)
     return h, Announcer(udp)
 
@@ -194,15 +194,27 @@ def test_no_view_counts_a_placeholder_as_a_member(three_hundred):
         f"{len(urls)} members in ?json: {[u for u in urls if u not in many.urls][:5]}"
     assert rx["records"] == MEMBERS, rx["records"]
     assert rx["capacity"] == 256 + SLOTS, rx["capacity"]  # 256 plus every slots=
+    free = SLOTS - MEMBERS
+    assert rx["slots"] == {"reserved": SLOTS, "free": free}, rx["slots"]
     status, page = h.get("/beacon-status")
     assert status == 200
     assert f"{MEMBERS} active</span>" in page, re.findall(r'<span class="mut">[^<]*', page)
+    assert f"<dt>reserved slots</dt><dd>{MEMBERS} taken, {free} free</dd>" in page, \
+        re.findall(r"<dt>reserved slots</dt>.{0,60}", page)
     assert "beacon.invalid" not in page
     status, metrics = h.get("/beacon-status?metrics")
     assert status == 200
     infos = [l for l in metrics.splitlines() if l.startswith("beacon_member_info{")]
     assert len(infos) == MEMBERS, len(infos)
+    reserved = dict(re.findall(r'^beacon_reserved_slots\{.*state="(\w+)"\} (\d+)$',
+                               metrics, re.M))
+    assert reserved == {"taken": str(MEMBERS), "free": str(free)}, reserved
     assert "beacon.invalid" not in metrics
+    status, auto = h.get("/server-status?auto")
+    assert status == 200
+    lines = dict(l.split(": ", 1) for l in auto.splitlines() if l.startswith("Beacon"))
+    assert (lines["BeaconMembers"], lines["BeaconSlotsReserved"], lines["BeaconSlotsFree"]) \
+        == (str(MEMBERS), str(SLOTS), str(free)), lines
 
 
 @pytest.mark.parametrize("how", ["graceful", "stop and start"])
@@ -256,7 +268,9 @@ def test_the_401st_url_is_refused_with_the_no_slot_line_and_the_400_serve(
         no_slot_line(h, last, mark)
         assert last not in {w["name"] for w in h.balancer_members()}
         assert not placeholders(h.balancer_members())
-        assert receiver_json(h)["events"]["add_failed"] >= 1
+        rx = receiver_json(h)
+        assert rx["events"]["add_failed"] >= 1
+        assert rx["slots"] == {"reserved": SLOTS, "free": 0}, rx["slots"]
         serve_each(h, many.names[:SLOTS])
     finally:
         many.stop()
@@ -273,8 +287,9 @@ def test_placeholders_are_taken_before_growth_slots(httpd_factory, workdir):
     try:
         join_all(h, ann, many.urls[:10], timeout=10)
         assert_slots_as_expected(h, many.urls[:10], 10)
-        growth = receiver_json(h)["growth"]
-        assert growth["used"] == 0 and growth["free"] == 5, growth
+        rx = receiver_json(h)
+        assert rx["growth"]["used"] == 0 and rx["growth"]["free"] == 5, rx["growth"]
+        assert rx["slots"] == {"reserved": 10, "free": 0}, rx["slots"]
         join_all(h, ann, many.urls[10:15], timeout=10)
         workers = h.balancer_members()
         assert len(workers) == 15 and not placeholders(workers), [w["name"] for w in workers]
