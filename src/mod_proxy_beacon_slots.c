@@ -115,11 +115,16 @@ int beacon_slots_take_this(beacon_slots *rs, beacon_slot *slot,
                            const char *url, apr_pool_t *p)
 {
     beacon_worker *tmpl = beacon_worker_template(rs->ws, params, url, p);
+    beacon_slot_change member = {0};
 
     if (tmpl == NULL || !is_free(slot)) {
         return 0;
     }
     beacon_worker_rename(rs->ws, slot, tmpl);
+    /* no longer stopped: health checks, if any, begin; still disabled
+     * until the caller puts it in rotation */
+    member.clear = BEACON_W_STOPPED;
+    beacon_worker_apply(slot, &member);
     rs->free_slots--;
     return 1;
 }
@@ -145,6 +150,7 @@ int beacon_slots_give_back(beacon_slots *rs, const beacon_entry *e,
     const char *name = apr_hash_get(rs->by_identity, &e->hash_def,
                                     sizeof(e->hash_def));
     beacon_slot *slot = beacon_worker_slot(rs->ws, e);
+    beacon_slot_change placeholder = {0};
     beacon_worker *tmpl;
 
     if (name == NULL || slot == NULL ||
@@ -153,6 +159,8 @@ int beacon_slots_give_back(beacon_slots *rs, const beacon_entry *e,
     }
     beacon_worker_rename(rs->ws, slot, tmpl);
     beacon_worker_restart_slot(slot, 1);
+    placeholder.set = BEACON_PLACEHOLDER_FLAGS;
+    beacon_worker_apply(slot, &placeholder);
     rs->free_slots++;
     return 1;
 }

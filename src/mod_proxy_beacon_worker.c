@@ -922,8 +922,10 @@ const char *beacon_worker_define_reserved(apr_pool_t *p, server_rec *s,
     member_settings(w);
     beacon_params_apply(p, s, params, w);
     /* shared by mod_proxy_balancer as it shares the configured members;
-     * never in rotation before a backend takes it */
-    w->s->status |= PROXY_WORKER_DISABLED;
+     * never in rotation before a backend takes it, and stopped, so that
+     * no health check (ProxyBeaconMemberParams hc...) ever looks up its
+     * name: mod_proxy_hcheck skips stopped members only */
+    w->s->status |= BEACON_PLACEHOLDER_FLAGS;
     return NULL;
 }
 

@@ -238,8 +238,10 @@ beacon_worker *beacon_worker_share_new(beacon_workers *ws,
  * At configuration time (post_config, before mod_proxy_balancer's sets up
  * the balancer's shared memory): url defined in balancer://name of s as a
  * BalancerMember line defines one, with beacon's member settings and
- * params, out of rotation. NULL, or why not (from p).
+ * params, out of rotation and stopped (BEACON_PLACEHOLDER_FLAGS). NULL,
+ * or why not (from p).
  */
+#define BEACON_PLACEHOLDER_FLAGS (BEACON_W_DISABLED | BEACON_W_STOPPED)
 const char *beacon_worker_define_reserved(apr_pool_t *p, server_rec *s,
                                           const char *name,
                                           const beacon_member_params *params,

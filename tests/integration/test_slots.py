@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from beacon_env import (Announcer, Periodic, enabled, receiver_config, restart,
+from beacon_env import (Announcer, Heartbeat, Periodic, enabled, receiver_config, restart,
                         start_receiver)
 from httpd import free_port, wait_for
 from many_backends import ManyBackends
@@ -382,3 +382,35 @@ def test_apache2_t_refuses_a_receiver_reserving_more_than_20000_slots(httpd_fact
 def test_apache2_t_takes_a_receiver_reserving_20000_slots(httpd_factory):
     rc, out = many_balancers(httpd_factory, [5000, 5000, 5000, 5000]).check_config()
     assert rc == 0, out
+
+
+def test_health_checks_never_look_at_a_placeholder_and_start_when_a_slot_is_taken(
+        httpd_factory, backend_factory):
+    """ProxyBeaconMemberParams hc...: a placeholder is stopped as well as
+    disabled, which mod_proxy_hcheck skips (a check would look up its
+    .invalid name, fail, and flag it HcFl); the member that takes a slot is
+    checked, and a failing check keeps it out while it announces."""
+    udp = free_port()
+    h = httpd_factory(growth=1, tail_config=receiver_config(
+        udp, balancer="cluster slots=4", timeout="30",
+        extra="ProxyBeaconMemberParams hcmethod=GET hcuri=/health hcinterval=1\n"))
+    base = h.modules_config
+    h.modules_config = lambda: base() + (
+        "LoadModule proxy_hcheck_module /usr/lib/apache2/modules/mod_proxy_hcheck.so\n")
+    start_receiver(h)
+    ann = Announcer(udp)
+    ill, well = backend_factory("ill"), backend_factory("well")
+    with Heartbeat(ann, ill.url, period=0.3), Heartbeat(ann, well.url, period=0.3):
+        wait_for(lambda: set(members_in_rotation(h, [ill.url, well.url])) ==
+                 {ill.url, well.url}, 10, "both members in rotation")
+        ill.set_healthy(False)
+
+        def flags_of(name):
+            return next(w["flags"] for w in h.balancer_members() if w["name"] == name)
+        wait_for(lambda: "HcFl" in flags_of(ill.url), 15, "ill's check to fail")
+        held = placeholders(h.balancer_members())
+        assert len(held) == 2, [w["name"] for w in h.balancer_members()]
+        # a checked placeholder fails as ill did, in as many intervals
+        assert not [w["flags"] for w in held if "HcFl" in w["flags"]], held
+        assert all("Stop" in w["flags"] for w in held), [w["flags"] for w in held]
+        assert {h.get("/")[1] for _ in range(10)} == {"well"}
