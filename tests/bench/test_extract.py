@@ -380,6 +380,45 @@ def test_routed_lines(fixture_text):
         ex.delays(ex.log_times(quiet, ex.ROUTED_RE), sent, "BCN00146 routed")
 
 
+# ---- scale: the status views and balancer-manager's XML -----------------------------
+
+def test_status_views_list_every_member(fixture_text):
+    """The 10-member proxy of a --quick run: each view lists the 10."""
+    assert ex.html_members(fixture_text("scale", "status-html-10.txt")) == 10
+    assert ex.json_members(fixture_text("scale", "status-json-10.txt")) == 10
+    assert ex.metrics_members(fixture_text("scale", "status-metrics-10.txt")) == 10
+
+
+def test_status_views_without_their_members_are_broken(fixture_text):
+    html = fixture_text("scale", "status-html-10.txt")
+    with pytest.raises(Broken, match="no members table"):
+        ex.html_members(html.replace('<table class="members">', "<table>"))
+    metrics = fixture_text("scale", "status-metrics-10.txt")
+    with pytest.raises(Broken, match="no beacon_member_info"):
+        ex.metrics_members("\n".join(l for l in metrics.splitlines()
+                                     if "beacon_member_info" not in l))
+    with pytest.raises(Broken, match="not JSON"):
+        ex.json_members(html)
+
+
+def test_manager_members_in_rotation(fixture_text):
+    """An excerpt of a 90-member proxy after its join trials: 3 members in
+    rotation, 2 trial members that left (Init Dis)."""
+    workers = ex.manager_members(fixture_text("scale", "manager.xml"))
+    assert len(workers) == 5
+    assert workers["http://127.0.100.1:54471"] == {"Init", "Ok"}
+    assert workers["http://127.0.99.5:54471"] == {"Init", "Dis"}
+    assert ex.in_rotation(workers, list(workers) + ["http://127.0.100.9:54471"]) == 3
+    assert ex.manager_members(fixture_text("scale", "first-manager.xml")) == {}
+
+
+def test_manager_without_the_balancer_is_broken(fixture_text):
+    with pytest.raises(Broken, match="lists no balancer://other"):
+        ex.manager_members(fixture_text("scale", "manager.xml"), "other")
+    with pytest.raises(Broken, match="not XML"):
+        ex.manager_members(fixture_text("scale", "status-json-10.txt"))
+
+
 # ---- log lines no quick run writes: their regexes against the C source -------------
 
 def source_message(tag):
