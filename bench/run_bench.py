@@ -2098,9 +2098,10 @@ STICKY = "ROUTEID"
 # The backend behind 1,000 members of four proxies: each proxy child keeps
 # an idle keep-alive connection to every member it used, thousands in all.
 # The event MPM holds an idle one without a thread, up to ThreadsPerChild +
-# AsyncRequestWorkerFactor x idle threads per child (about 2,500 here).
+# AsyncRequestWorkerFactor x idle threads per child (about 6,000 here: a
+# proxy child with 1,000 members holds 1,000, and a proxy runs 3-5 children).
 SCALE_MPM = ("StartServers 4\nServerLimit 4\nThreadsPerChild 64\nMaxRequestWorkers 256\n"
-             "MinSpareThreads 64\nMaxSpareThreads 256\nAsyncRequestWorkerFactor 40\n"
+             "MinSpareThreads 64\nMaxSpareThreads 256\nAsyncRequestWorkerFactor 100\n"
              "ListenBacklog 1024")
 
 
