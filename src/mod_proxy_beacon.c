@@ -16,6 +16,7 @@
 #include "mod_proxy_beacon_receiver.h"
 #include "mod_proxy_beacon_routing.h"
 #include "mod_proxy_beacon_sender.h"
+#include "mod_proxy_beacon_slots.h"
 #include "mod_proxy_beacon_status.h"
 #include "mod_proxy_beacon_worker.h"
 
@@ -273,11 +274,12 @@ static void warn_no_growth(apr_pool_t *p, server_rec *s,
     for (i = 0; i < beacon_balancer_count(conf); i++) {
         const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
 
-        if (beacon_worker_balancer_growth(p, s, bc->name) == 0) {
+        if (bc->slots == 0 && beacon_worker_balancer_growth(p, s, bc->name) == 0) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00083)
                          "ProxyBeaconBalancer: balancer://%s has no growth "
                          "slots, so no announced backend can join it; give it "
-                         "some with ProxySet growth=N or BalancerGrowth (%s)",
+                         "some with slots=N on this line, or ProxySet growth=N "
+                         "(%s)",
                          bc->name, bc->where);
         }
     }
@@ -447,6 +449,61 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
     return OK;
 }
 
+/* On an httpd that keeps a member's address for ever (before 2.4.59),
+ * a reserved slot is taken once: said at start, once per balancer. */
+static void note_slots_taken_once(server_rec *s, const beacon_balancer_conf *bc)
+{
+    if (!beacon_worker_addresses_expire()) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, BCNLOGNO(00155)
+                     "balancer://%s reserves %d slots: on this httpd (older "
+                     "than 2.4.59, which keeps a member's address for ever) "
+                     "each is taken once, and a slot whose member left is "
+                     "not given to another url before a restart", bc->name,
+                     bc->slots);
+    }
+}
+
+/*
+ * Runs before mod_proxy_balancer's post_config, which gives each member
+ * of a balancer its shared slot: the reserved slots (slots=) are defined
+ * here, as members the configuration names, so that they get theirs.
+ */
+static int reserve_slots(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
+                         server_rec *main_s)
+{
+    server_rec *s;
+    int i;
+
+    (void)plog;
+    (void)ptemp;
+    if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+        return OK; /* no shared memory is set up in the first pass */
+    }
+    for (s = main_s; s; s = s->next) {
+        const beacon_server_conf *conf = beacon_role_conf(s, main_s);
+
+        for (i = 0; conf && conf->listen_set && i < beacon_balancer_count(conf);
+             i++) {
+            const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+            const char *err;
+
+            if (bc->slots == 0) {
+                continue;
+            }
+            err = beacon_slots_define(pconf, s, bc->name, bc->slots,
+                                      conf->member_params);
+            if (err != NULL) {
+                ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00156)
+                             "cannot reserve the slots of balancer://%s: %s "
+                             "(%s)", bc->name, err, bc->where);
+                return HTTP_INTERNAL_SERVER_ERROR;
+            }
+            note_slots_taken_once(s, bc);
+        }
+    }
+    return OK;
+}
+
 /* Registered after mod_slotmem_shm's post_config: see
  * beacon_receivers_keep_at_stop. */
 static int keep_at_stop(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
@@ -483,11 +540,14 @@ static void register_hooks(apr_pool_t *p)
     /* mod_watchdog starts its instances in its own post_config: a
      * callback registered after that never runs */
     static const char *const before_watchdog[] = {"mod_watchdog.c", NULL};
+    /* the balancer's shared slots are given out there */
+    static const char *const before_balancer[] = {"mod_proxy_balancer.c", NULL};
     /* its pconf cleanup must run before mod_slotmem_shm's */
     static const char *const after_slotmem[] = {"mod_slotmem_shm.c", NULL};
 
     (void)p;
     ap_hook_check_config(check_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_config(reserve_slots, NULL, before_balancer, APR_HOOK_MIDDLE);
     ap_hook_post_config(post_config, after_proxy, before_watchdog,
                         APR_HOOK_MIDDLE);
     ap_hook_post_config(keep_at_stop, after_slotmem, NULL, APR_HOOK_REALLY_LAST);

@@ -14,6 +14,7 @@
 struct beacon_balancer {
     beacon_workers *w;
     beacon_registry *registry;
+    beacon_slots *slots;       /* its reserved slots (slots=) */
     beacon_member_policy policy;
     const char *name; /* balancer://name, for log lines */
     server_rec *s;
@@ -55,6 +56,7 @@ beacon_balancer *beacon_balancer_open(apr_pool_t *pconf, server_rec *s,
     t->policy = *policy;
     t->name = beacon_worker_balancer_name(t->w);
     t->s = s;
+    t->slots = beacon_slots_open(pconf, t->w, policy->slots);
     t->registry = beacon_registry_open(pconf, s, registry_key);
     if (t->registry == NULL) {
         return NULL;
@@ -80,7 +82,9 @@ beacon_balancer *beacon_balancer_open(apr_pool_t *pconf, server_rec *s,
 static void count_failover(beacon_balancer *t)
 {
     beacon_registry_header *h = beacon_registry_header_of(t->registry);
-    int members = beacon_worker_count(t->w), max_attempts, in_effect;
+    /* a placeholder is no member: it never serves */
+    int members = beacon_worker_count(t->w) - beacon_slots_free(t->slots);
+    int max_attempts, in_effect;
 
     if (h == NULL || members < 2) {
         return;
@@ -97,9 +101,10 @@ static void count_failover(beacon_balancer *t)
 
 int beacon_balancer_restore(beacon_balancer *t, apr_pool_t *p, int *forgotten)
 {
-    int restored = beacon_restore_members(t->w, t->registry, &t->policy, p,
-                                          forgotten);
+    int restored = beacon_restore_members(t->w, t->registry, &t->policy,
+                                          t->slots, p, forgotten);
 
+    beacon_slots_index(t->slots); /* some were taken, some given back */
     if (restored > 0) {
         count_failover(t);
     }
@@ -295,9 +300,24 @@ static beacon_add_result recycle_for(beacon_balancer *t, const char *url,
     return BEACON_ADD_RECYCLED;
 }
 
-/* A new member in a free slot, with what its backend announces before
- * any request can use it (it is not initialized until then); else in a
- * recycled one. */
+/* A new member in the reserved slot it took (renamed from a placeholder,
+ * which no child ever connected to), in rotation with what its backend
+ * announces. */
+static beacon_add_result reserved_for(beacon_balancer *t, const char *url,
+                                      beacon_slot *slot,
+                                      const beacon_member_attrs *attrs)
+{
+    beacon_entry *e = beacon_registry_put(t->registry, t->name, url);
+
+    beacon_worker_note_slot(e, slot);
+    apply_attrs(t, e, slot, attrs, 1);
+    count_failover(t);
+    return BEACON_ADD_DONE;
+}
+
+/* A new member in a free reserved slot, else in a free growth slot with
+ * what its backend announces before any request can use it (it is not
+ * initialized until then), else in a recycled one. */
 static beacon_add_result define_and_share(beacon_balancer *t, const char *url,
                                           const beacon_member_attrs *attrs,
                                           apr_pool_t *p, beacon_add_info *info)
@@ -310,6 +330,9 @@ static beacon_add_result define_and_share(beacon_balancer *t, const char *url,
     if (!beacon_registry_has_room(t->registry)) {
         info->why = "the member registry is full";
         return BEACON_ADD_FAILED;
+    }
+    if ((slot = beacon_slots_take(t->slots, t->policy.params, url, p)) != NULL) {
+        return reserved_for(t, url, slot, attrs);
     }
     w = beacon_worker_share_new(t->w, t->policy.params, url, p, &no_slot,
                                 &info->why);
@@ -507,6 +530,7 @@ int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
         return 0;
     }
     beacon_recycle_finish(t->w, t->registry, t->policy.params, p);
+    beacon_slots_index(t->slots); /* this process is the owner from now on */
     count = beacon_worker_count(t->w);
     /* room for every member and every replay mark the registry holds */
     *members = apr_pcalloc(p, sizeof(beacon_member) *
@@ -557,6 +581,12 @@ void beacon_balancer_growth(beacon_balancer *t, int *used, int *free_slots,
 {
     beacon_worker_growth(t->w, used, free_slots);
     *recyclable = beacon_recycle_count(t->w, t->registry, apr_time_now());
+}
+
+void beacon_balancer_reserved(const beacon_balancer *t, int *reserved,
+                              int *free_slots)
+{
+    beacon_slots_count(t->slots, reserved, free_slots);
 }
 
 const char *beacon_balancer_worker_flags(beacon_balancer *t, const char *url,

@@ -143,6 +143,10 @@ int beacon_balancer_claims(const beacon_balancer *t, apr_pool_t *p,
 void beacon_balancer_growth(beacon_balancer *t, int *used, int *free_slots,
                             int *recyclable);
 
+/* Reserved slots of the balancer (slots=), and how many are free. */
+void beacon_balancer_reserved(const beacon_balancer *t, int *reserved,
+                              int *free_slots);
+
 /* httpd's flag text for a member ("Init Ok "), or NULL when absent. */
 const char *beacon_balancer_worker_flags(beacon_balancer *t, const char *url,
                                          apr_pool_t *p);

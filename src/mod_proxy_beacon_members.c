@@ -139,9 +139,10 @@ static void log_no_slot(beacon_receiver *r, const beacon_record_t *rec,
         return;
     }
     ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00037)
-                 "cannot add backend %s to balancer://%s: no free growth "
-                 "slot, and no member out of rotation whose slot could be "
-                 "reused (raise growth= on the balancer); retrying in %"
+                 "cannot add backend %s to balancer://%s: no free slot "
+                 "(reserved or growth), and no member out of rotation whose "
+                 "slot could be reused (raise slots= on its "
+                 "ProxyBeaconBalancer line); retrying in %"
                  APR_TIME_T_FMT " s%s", rec->url, r->bal->name,
                  apr_time_sec(rec->retry_at - now + APR_USEC_PER_SEC - 1),
                  beacon_held_back(p, suppressed));

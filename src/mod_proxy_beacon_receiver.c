@@ -119,7 +119,7 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
     beacon_member_policy policy = {r->conf->timeout.value,
                                    beacon_forget_interval(r->conf),
                                    2 * r->conf->max_skew.value,
-                                   r->conf->member_params};
+                                   r->conf->member_params, r->bal->slots};
     int restored, forgotten;
 
     r->target = beacon_balancer_open(pconf, r->s, r->bal->name,

@@ -126,6 +126,16 @@ void beacon_restore_keep_at_stop(const beacon_workers *ws,
     }
 }
 
+/* e's member is dropped before any child exists: its reserved slot is
+ * a placeholder again, any other slot is released. */
+static void drop(beacon_workers *ws, beacon_slots *slots,
+                 const beacon_entry *e, apr_pool_t *p)
+{
+    if (!beacon_slots_give_back(slots, e, p)) {
+        beacon_worker_drop_slot(ws, e);
+    }
+}
+
 /* Whether url is a member's name by today's identity rules. */
 static int is_canonical(const char *url)
 {
@@ -154,18 +164,28 @@ static const char *unsound_entry(const beacon_workers *ws,
     return NULL;
 }
 
-/* The slot e's member gets in this generation: BalancerPersist's, or a
- * new one; NULL (logged) when none can be had. */
-static beacon_slot *slot_for(beacon_workers *ws,
+/* The slot e's member gets in this generation: its own, kept by a
+ * graceful restart or BalancerPersist (or, reserved, given back to it),
+ * else a reserved one, else a new one; NULL (logged) when none can be
+ * had. */
+static beacon_slot *slot_for(beacon_workers *ws, beacon_slots *slots,
                              const beacon_member_params *params,
                              beacon_entry *e, apr_pool_t *p)
 {
     beacon_slot *kept = beacon_worker_slot(ws, e);
     const char *why = NULL;
+    beacon_slot_view v;
     beacon_worker *w;
     int no_slot;
 
     if (kept) {
+        beacon_worker_view(kept, &v);
+        if (!beacon_slots_is_placeholder(v.name) ||
+            beacon_slots_take_this(slots, kept, params, e->url, p)) {
+            return kept;
+        }
+    }
+    if ((kept = beacon_slots_take(slots, params, e->url, p)) != NULL) {
         return kept;
     }
     if ((w = beacon_worker_share_new(ws, params, e->url, p, &no_slot,
@@ -177,12 +197,12 @@ static beacon_slot *slot_for(beacon_workers *ws,
                  BCNLOGNO(00009) "cannot restore %s in %s: %s; it joins "
                  "again with its next announcement", e->url,
                  beacon_worker_balancer_name(ws),
-                 no_slot ? "no free growth slot" : why);
+                 no_slot ? "no free slot" : why);
     return NULL;
 }
 
 /* Puts e's member back as it was; 0 when it is not (logged). */
-static int restore_member(beacon_workers *ws,
+static int restore_member(beacon_workers *ws, beacon_slots *slots,
                           const beacon_member_params *params, beacon_entry *e,
                           apr_pool_t *p)
 {
@@ -192,11 +212,11 @@ static int restore_member(beacon_workers *ws,
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, beacon_worker_server(ws),
                      BCNLOGNO(00008) "%s is now configured in %s; beacon no "
                      "longer manages it", e->url, beacon_worker_balancer_name(ws));
-        beacon_worker_drop_slot(ws, e);
+        drop(ws, slots, e, p);
         beacon_registry_forget(e);
         return 0;
     }
-    if ((slot = slot_for(ws, params, e, p)) == NULL) {
+    if ((slot = slot_for(ws, slots, params, e, p)) == NULL) {
         beacon_registry_forget(e);
         return 0;
     }
@@ -209,8 +229,8 @@ static int restore_member(beacon_workers *ws,
 }
 
 int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
-                           const beacon_member_policy *policy, apr_pool_t *p,
-                           int *forgotten)
+                           const beacon_member_policy *policy,
+                           beacon_slots *slots, apr_pool_t *p, int *forgotten)
 {
     unsigned i, skipped = beacon_registry_damaged(reg);
     apr_time_t now = apr_time_now();
@@ -228,7 +248,7 @@ int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
                          BCNLOGNO(00090) "registry entry %u of %s skipped: %s",
                          i, beacon_worker_balancer_name(ws),
                          unsound_entry(ws, e));
-            beacon_worker_drop_slot(ws, e);
+            drop(ws, slots, e, p);
             beacon_registry_forget(e);
             skipped++;
             continue;
@@ -243,11 +263,11 @@ int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
             }
         }
         else if (e->forgotten || silent_past_forget(policy, e, now)) {
-            beacon_worker_drop_slot(ws, e);
+            drop(ws, slots, e, p);
             beacon_registry_forget(e);
             (*forgotten)++;
         }
-        else if (restore_member(ws, policy->params, e, p)) {
+        else if (restore_member(ws, slots, policy->params, e, p)) {
             restored++;
         }
     }

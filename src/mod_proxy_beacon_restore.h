@@ -13,6 +13,7 @@
 #define MOD_PROXY_BEACON_RESTORE_H
 
 #include "mod_proxy_beacon_recycle.h"
+#include "mod_proxy_beacon_slots.h"
 
 /* How a receiver's members live and die (its directives). */
 typedef struct {
@@ -20,6 +21,7 @@ typedef struct {
     apr_interval_time_t forget;   /* silence after which it is forgotten */
     apr_interval_time_t replay_span; /* 2 x MaxSkew: a replay mark's life */
     const beacon_member_params *params; /* ProxyBeaconMemberParams */
+    int slots;                    /* slots=: member slots reserved */
 } beacon_member_policy;
 
 /*
@@ -27,12 +29,14 @@ typedef struct {
  * persisted registry lists as they were when httpd stopped (in rotation
  * or out, with the admin's settings: httpd's downtime is no lapsed lease;
  * the new owner gives each a fresh one), and forgets those silent past
- * the policy's forget, downtime included. Returns how many were
- * restored; *forgotten says how many were forgotten.
+ * the policy's forget, downtime included. A member goes back into its
+ * own slot when it is there still, else into a reserved slot (slots),
+ * else into a growth slot. Returns how many were restored; *forgotten
+ * says how many were forgotten.
  */
 int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
-                           const beacon_member_policy *policy, apr_pool_t *p,
-                           int *forgotten);
+                           const beacon_member_policy *policy,
+                           beacon_slots *slots, apr_pool_t *p, int *forgotten);
 
 /* Once a second in the owner: keeps the admin's settings of beacon's
  * members, marks those silent past forget (returned: how many were

@@ -779,6 +779,38 @@ beacon_worker *beacon_worker_share_new(beacon_workers *ws,
     return w;
 }
 
+const char *beacon_worker_define_reserved(apr_pool_t *p, server_rec *s,
+                                          const char *name,
+                                          const beacon_member_params *params,
+                                          const char *url)
+{
+    proxy_balancer *b = balancer_of(p, s, name);
+    proxy_server_conf *conf = proxy_conf(s);
+    proxy_worker *w = NULL;
+    char *err;
+
+    if (b == NULL) {
+        return "no such balancer";
+    }
+    err = ap_proxy_define_worker_ex(p, &w, b, conf, url,
+                                    AP_PROXY_WORKER_IS_PREFIX);
+    if (err != NULL) {
+        return err;
+    }
+    PROXY_COPY_CONF_PARAMS(w, conf);
+    member_settings(w);
+    beacon_params_apply(p, s, params, w);
+    /* shared by mod_proxy_balancer as it shares the configured members;
+     * never in rotation before a backend takes it */
+    w->s->status |= PROXY_WORKER_DISABLED;
+    return NULL;
+}
+
+apr_uint32_t beacon_worker_identity_of(const char *url)
+{
+    return ap_proxy_hashfunc(url, PROXY_HASHFUNC_DEFAULT);
+}
+
 beacon_slot *beacon_worker_slot_of(beacon_worker *w)
 {
     return slot_name(w->s);

@@ -227,6 +227,21 @@ beacon_worker *beacon_worker_share_new(beacon_workers *ws,
                                        const char *url, apr_pool_t *p,
                                        int *no_slot, const char **why);
 
+/*
+ * At configuration time (post_config, before mod_proxy_balancer's sets up
+ * the balancer's shared memory): url defined in balancer://name of s as a
+ * BalancerMember line defines one, with beacon's member settings and
+ * params, out of rotation. NULL, or why not (from p).
+ */
+const char *beacon_worker_define_reserved(apr_pool_t *p, server_rec *s,
+                                          const char *name,
+                                          const beacon_member_params *params,
+                                          const char *url);
+
+/* The identity hash httpd gives a configured member named url (its
+ * "def" hash, as a registry entry keeps it). */
+apr_uint32_t beacon_worker_identity_of(const char *url);
+
 /* The shared slot of a worker share_new defined. */
 beacon_slot *beacon_worker_slot_of(beacon_worker *w);
 

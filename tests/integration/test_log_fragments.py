@@ -43,7 +43,7 @@ SEED_FRAGMENTS = [
     "... replayed/reordered ts URL",
     "... member table full URL",
     "member not managed by beacon: URL",
-    "cannot add backend URL to balancer://NAME: no free growth slot",
+    "cannot add backend URL to balancer://NAME: no free slot",
     "balancer add not confirmed for backend URL",
     "cannot add backend URL",
     "cannot define worker",
@@ -149,7 +149,7 @@ def datagrams(httpd_factory, backend_factory):
     udp = free_port()
     h = httpd_factory(growth=1, members=[static.url], tail_config=receiver_config(
         udp, timeout="1", extra="ProxyBeaconMaxSkew 1\n"))
-    h.expect_errors("BCN00037")  # no free growth slot
+    h.expect_errors("BCN00037")  # no free slot
     start_receiver(h)
     ann = Announcer(udp)
     b, other = backend_factory("b"), backend_factory("other")
@@ -169,7 +169,7 @@ def datagrams(httpd_factory, backend_factory):
     ann.announce(static.url)
     ann.announce(None)                       # a heartbeat
     ann.announce(other.url)                  # growth=1: no slot for it
-    h.wait_log(r"no free growth slot")
+    h.wait_log(r"no free slot")
     ann.announce(b.url, state="leaving")
     h.wait_log(r"backend leaving")
     ann.announce(b.url)
@@ -268,7 +268,7 @@ SCENARIO_FRAGMENTS = {
         "... bad ts", "... stale ts", "... unacceptable url 'URL'",
         "... replayed/reordered ts URL", "... member table full URL",
         "member not managed by beacon: URL",
-        "cannot add backend URL to balancer://NAME: no free growth slot",
+        "cannot add backend URL to balancer://NAME: no free slot",
         "cannot add backend URL", "forgot N silent non-member record(s)",
         "heartbeat without url from host=...",
         "ProxyBeaconTimeout N ms is shorter than a watchdog hand-off",

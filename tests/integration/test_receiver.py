@@ -196,7 +196,7 @@ def test_exhausted_growth_adds_nothing_and_the_proxy_keeps_serving(httpd_factory
     ann.announce(first.url)
     wait_member(h, first.url)
     ann.announce(second.url)
-    h.wait_log(r"BCN00037: cannot add backend %s to balancer://cluster: no free growth slot"
+    h.wait_log(r"BCN00037: cannot add backend %s to balancer://cluster: no free slot"
                % second.url)
     for _ in range(5):
         assert h.get("/") == (200, "first")

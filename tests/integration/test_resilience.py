@@ -133,7 +133,7 @@ def test_a_full_table_refuses_more_and_released_records_are_re_adopted(httpd_fac
     tail = (f"ProxyPass /direct/ {b.url}/\n"
             + receiver_config(udp, timeout="1", extra="ProxyBeaconMaxSkew 1\n"))
     h = httpd_factory(growth=100, tail_config=tail)
-    h.expect_errors("BCN00037")  # no free growth slot, rate-limited
+    h.expect_errors("BCN00037")  # no free slot, rate-limited
     h.proxypass_config = "ProxyPass /balancer-manager !\n"  # no route to the fakes
     start_receiver(h)
     ann = Announcer(udp)
@@ -143,7 +143,7 @@ def test_a_full_table_refuses_more_and_released_records_are_re_adopted(httpd_fac
     h.wait_log(r"dropped datagram from [^:]+:\d+: member table full", timeout=10)
     wait_for(lambda: len(h.balancer_members()) == 100, 20, "100 members")
     assert h.get("/direct/x") == (200, "b"), "the proxy keeps serving"
-    assert len(re.findall("no free growth slot", h.error_log())) == 1
+    assert len(re.findall("no free slot", h.error_log())) == 1
 
     # Silent: evicted after 1 s, forgotten after more than 2 x MaxSkew.
     def forgotten():
