@@ -2160,7 +2160,7 @@ class ScaleRig:
         for n in self.sizes:
             t0 = time.monotonic()
             self.renewers[n].start()
-            self.fill[n] = self.wait_rotation(n, t0, 60, "members to join")
+            self.fill[n] = self.wait_rotation(n, t0, 20, "the sender started")
 
     def proxy(self, name, **kw):
         p = bl.Proxy(self.ctx.dir / name, **kw)
@@ -2421,6 +2421,11 @@ def scale_memory(ctx, rig):
         big, small = med[(k, SCALE_MANY)], med[(k, SCALE_FEW)]
         lines.append(f"   {f'  per {title} member':34}{'':9}{(big['rss'] - small['rss']) / d:>10.1f}"
                      f"{(big['pss'] - small['pss']) / d:>10.1f}")
+    # what reserving the slots costs: the same 10 members, without and with
+    a, b = med[("static", SCALE_FEW)], med[("beacon", SCALE_FEW)]
+    lines.append(f"   {f'slots={SCALE_SLOTS}, {SCALE_FEW} announced - static':34}{'':9}"
+                 f"{b['rss'] - a['rss']:>10.0f}{b['pss'] - a['pss']:>10.0f}   (the module and "
+                 f"{SCALE_SLOTS - SCALE_FEW} free reserved slots)")
     return lines
 
 

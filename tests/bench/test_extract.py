@@ -402,14 +402,18 @@ def test_status_views_without_their_members_are_broken(fixture_text):
 
 
 def test_manager_members_in_rotation(fixture_text):
-    """An excerpt of a 90-member proxy after its join trials: 3 members in
-    rotation, 2 trial members that left (Init Dis)."""
-    workers = ex.manager_members(fixture_text("scale", "manager.xml"))
-    assert len(workers) == 5
-    assert workers["http://127.0.100.1:54471"] == {"Init", "Ok"}
-    assert workers["http://127.0.99.5:54471"] == {"Init", "Dis"}
-    assert ex.in_rotation(workers, list(workers) + ["http://127.0.100.9:54471"]) == 3
-    assert ex.manager_members(fixture_text("scale", "first-manager.xml")) == {}
+    """An excerpt of a 240-member proxy with slots=1024 after its join
+    trials: 3 members in rotation, 2 trial members that left and a
+    reserved slot's placeholder, out of rotation (Init Dis)."""
+    text = fixture_text("scale", "manager.xml")
+    workers = ex.manager_members(text)
+    assert len(workers) == 6
+    assert workers["http://127.0.100.1:42951"] == {"Init", "Ok"}
+    assert workers["http://127.0.99.5:42951"] == workers["http://slot-1024.beacon.invalid"] \
+        == {"Init", "Dis"}
+    assert ex.in_rotation(workers, list(workers) + ["http://127.0.100.9:42951"]) == 3
+    empty = re.sub(r"<httpd:worker>.*?</httpd:worker>", "", text, flags=re.S)
+    assert ex.manager_members(empty) == {}
 
 
 def test_manager_without_the_balancer_is_broken(fixture_text):
