@@ -498,56 +498,57 @@ void beacon_balancer_announced(beacon_balancer *t,
     heard(t, a, now, out);
 }
 
-/* The replay marks of t's balancer, written from members[n] on; returns
- * the new count. */
-static int add_replay_marks(beacon_balancer *t, apr_pool_t *p,
-                            beacon_member *members, int n)
+/* Registry entry e of t's balancer as a new owner takes it over into
+ * *m: a member in its slot, or a replay mark (gone); 0 when it is
+ * neither (a member whose slot is not there). */
+static int marked_member(beacon_balancer *t, const beacon_entry *e,
+                         apr_pool_t *p, beacon_member *m)
 {
-    unsigned i;
+    beacon_slot_view v;
+    beacon_slot *slot;
 
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
-        beacon_entry *e = beacon_registry_entry(t->registry, i);
-
-        if (e && e->state == BEACON_ENTRY_MARK &&
-            strcmp(e->balancer, t->name) == 0) {
-            members[n].url = apr_pstrdup(p, e->url);
-            members[n].gone = 1;
-            members[n].high_ts = e->high_ts;
-            members[n].last_heard = e->last_heard;
-            n++;
-        }
+    memset(m, 0, sizeof(*m));
+    m->url = apr_pstrdup(p, e->url);
+    m->high_ts = e->high_ts;
+    if (e->state == BEACON_ENTRY_MARK) {
+        m->gone = 1;
+        m->last_heard = e->last_heard;
+        return 1;
     }
-    return n;
+    if (e->state != BEACON_ENTRY_MEMBER ||
+        (slot = beacon_worker_slot(t->w, e)) == NULL) {
+        return 0;
+    }
+    beacon_worker_view(slot, &v);
+    m->disabled = (v.status & BEACON_W_DISABLED) != 0;
+    return 1;
 }
 
 int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
                                    beacon_member **members)
 {
-    int i, count, n = 0;
+    unsigned i;
+    int n = 0;
 
     *members = NULL;
     if (beacon_worker_hold(t->w) != APR_SUCCESS) {
         return 0;
     }
     beacon_recycle_finish(t->w, t->registry, t->policy.params, p);
-    beacon_slots_index(t->slots); /* this process is the owner from now on */
-    count = beacon_worker_count(t->w);
-    /* room for every member and every replay mark the registry holds */
-    *members = apr_pcalloc(p, sizeof(beacon_member) *
-                                  (apr_size_t)(count + BEACON_REGISTRY_SIZE));
-    for (i = 0; i < count; i++) {
-        beacon_slot_view v;
-        beacon_entry *e;
+    /* this process is the owner from now on */
+    beacon_slots_index(t->slots);
+    beacon_worker_index(t->w);
+    /* one walk of the registry: each member's slot is found by the index
+     * the entry keeps */
+    *members = apr_pcalloc(p, sizeof(beacon_member) * BEACON_REGISTRY_SIZE);
+    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+        const beacon_entry *e = beacon_registry_entry(t->registry, i);
 
-        beacon_worker_view(beacon_worker_at(t->w, i), &v);
-        if ((e = entry_of(t, v.name)) != NULL) {
-            (*members)[n].url = apr_pstrdup(p, e->url);
-            (*members)[n].disabled = (v.status & BEACON_W_DISABLED) != 0;
-            (*members)[n].high_ts = e->high_ts;
+        if (e && strcmp(e->balancer, t->name) == 0 &&
+            marked_member(t, e, p, &(*members)[n])) {
             n++;
         }
     }
-    n = add_replay_marks(t, p, *members, n);
     beacon_worker_unlock(t->w);
     return n;
 }

@@ -123,11 +123,11 @@ static beacon_entry *slot_entry(const beacon_workers *ws,
 /* The rename                                                          */
 
 /* Steps after the write-ahead: the slot, then the entry. */
-static void complete(beacon_entry *e, beacon_slot *slot,
-                     const beacon_worker *tmpl)
+static void complete(beacon_workers *ws, beacon_entry *e,
+                     beacon_slot *slot, const beacon_worker *tmpl)
 {
     if (slot && tmpl) {
-        beacon_worker_rename(slot, tmpl);
+        beacon_worker_rename(ws, slot, tmpl);
     }
     memcpy(e->url, e->next_url, sizeof(e->url));
     e->next_url[0] = '\0';
@@ -139,7 +139,7 @@ static void complete(beacon_entry *e, beacon_slot *slot,
     e->state = BEACON_ENTRY_MEMBER;
 }
 
-void beacon_recycle_finish_entry(const beacon_workers *ws,
+void beacon_recycle_finish_entry(beacon_workers *ws,
                                  const beacon_registry *reg,
                                  const beacon_member_params *params,
                                  beacon_entry *e, beacon_slot *slot,
@@ -149,14 +149,14 @@ void beacon_recycle_finish_entry(const beacon_workers *ws,
 
     beacon_registry_put_mark(reg, e); /* e->url is still the old one */
     e->out = 1; /* the new url's first announcement puts it in rotation */
-    complete(e, tmpl ? slot : NULL, tmpl);
+    complete(ws, e, tmpl ? slot : NULL, tmpl);
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, beacon_worker_server(ws),
                  BCNLOGNO(00087) "finished renaming a slot of %s to %s, "
                  "left half done by an owner that stopped",
                  beacon_worker_balancer_name(ws), e->url);
 }
 
-void beacon_recycle_finish(const beacon_workers *ws, const beacon_registry *reg,
+void beacon_recycle_finish(beacon_workers *ws, const beacon_registry *reg,
                            const beacon_member_params *params, apr_pool_t *p)
 {
     const char *name = beacon_worker_balancer_name(ws);
@@ -214,7 +214,7 @@ static beacon_entry *best_slot(const beacon_workers *ws,
     return best;
 }
 
-beacon_slot *beacon_recycle_take(const beacon_workers *ws,
+beacon_slot *beacon_recycle_take(beacon_workers *ws,
                                  const beacon_registry *reg,
                                  const beacon_member_params *params,
                                  const char *url, apr_pool_t *p,
@@ -252,7 +252,7 @@ beacon_slot *beacon_recycle_take(const beacon_workers *ws,
      * the next one finishes; the slot stays out of rotation until then */
     apr_cpystrn(e->next_url, url, sizeof(e->next_url));
     e->state = BEACON_ENTRY_RECYCLING;
-    complete(e, slot, tmpl);
+    complete(ws, e, slot, tmpl);
     return slot;
 }
 

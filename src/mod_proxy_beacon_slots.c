@@ -119,7 +119,7 @@ int beacon_slots_take_this(beacon_slots *rs, beacon_slot *slot,
     if (tmpl == NULL || !is_free(slot)) {
         return 0;
     }
-    beacon_worker_rename(slot, tmpl);
+    beacon_worker_rename(rs->ws, slot, tmpl);
     rs->free_slots--;
     return 1;
 }
@@ -151,7 +151,7 @@ int beacon_slots_give_back(beacon_slots *rs, const beacon_entry *e,
         (tmpl = beacon_worker_template(rs->ws, NULL, name, p)) == NULL) {
         return 0;
     }
-    beacon_worker_rename(slot, tmpl);
+    beacon_worker_rename(rs->ws, slot, tmpl);
     beacon_worker_restart_slot(slot, 1);
     rs->free_slots++;
     return 1;

@@ -68,6 +68,16 @@ struct beacon_workers {
     server_rec *s;
     proxy_server_conf *conf;
     proxy_balancer *b;
+    /* The owner's index of its member list by canonical name, so that an
+     * announcement finds its member without a walk of a thousand: built
+     * when this process becomes the receiver's owner (beacon_worker_index)
+     * and kept by the adds and renames it makes itself, for its watchdog
+     * thread alone. Any other process or thread walks the list. */
+    apr_hash_t *by_name;
+    apr_pool_t *index_pool;   /* its keys; made anew by a rebuild */
+    pid_t indexed_by;         /* 0: no index in this process */
+    int indexed;              /* entries of the list it holds */
+    int keys;                 /* keys made since the last rebuild */
 };
 
 /* A slot is httpd's shared worker record; the handle is only its name. */
@@ -301,7 +311,7 @@ int beacon_worker_names(const char *name, const char *url)
             strcmp(canonical, url) == 0);
 }
 
-static proxy_worker *worker_named(const beacon_workers *ws, const char *url)
+static proxy_worker *worker_walked_to(const beacon_workers *ws, const char *url)
 {
     proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
     int i;
@@ -314,14 +324,114 @@ static proxy_worker *worker_named(const beacon_workers *ws, const char *url)
     return NULL;
 }
 
-beacon_slot *beacon_worker_find(const beacon_workers *ws, const char *url)
+/* The index key of a worker's name: its canonical form (from the index's
+ * pool), or NULL for a name that is no origin. */
+static const char *index_key(beacon_workers *ws, const char *name)
+{
+    char canonical[BEACON_URL_MAX];
+
+    if (beacon_url_canonicalize(name, strlen(name), canonical,
+                                sizeof(canonical)) != NULL) {
+        return NULL;
+    }
+    ws->keys++;
+    return apr_pstrdup(ws->index_pool, canonical);
+}
+
+static void index_put(beacon_workers *ws, proxy_worker *w)
+{
+    const char *key = index_key(ws, w->s->name_ex);
+
+    if (key != NULL) {
+        apr_hash_set(ws->by_name, key, APR_HASH_KEY_STRING, w);
+    }
+}
+
+static void index_rebuild(beacon_workers *ws)
+{
+    if (ws->index_pool == NULL) {
+        apr_pool_create(&ws->index_pool, ws->conf->pool);
+    }
+    apr_pool_clear(ws->index_pool);
+    ws->by_name = apr_hash_make(ws->index_pool);
+    ws->indexed = ws->keys = 0;
+}
+
+/* Brings the index up to the list: members appended since (a sync, an
+ * add) are put in; a list that shrank, or keys piled up by renames (each
+ * leaves its old key in the pool), make it anew: a cost of one walk per
+ * list's worth of renames. */
+static void index_catch_up(beacon_workers *ws)
+{
+    proxy_worker **list = (proxy_worker **)ws->b->workers->elts;
+    int n = ws->b->workers->nelts;
+
+    if (n < ws->indexed || ws->keys > 4 * (n + 64)) {
+        index_rebuild(ws);
+    }
+    for (; ws->indexed < n; ws->indexed++) {
+        index_put(ws, list[ws->indexed]);
+    }
+}
+
+static int is_indexed(const beacon_workers *ws)
+{
+    return ws->indexed_by == getpid();
+}
+
+/* The worker of slot shm, taken out of the index under its name (before
+ * a rename, which puts it back under the new one). */
+static proxy_worker *index_take(beacon_workers *ws, proxy_worker_shared *shm)
+{
+    proxy_worker **list = (proxy_worker **)ws->b->workers->elts;
+    const char *key;
+    proxy_worker *w;
+    int i;
+
+    index_catch_up(ws);
+    key = index_key(ws, shm->name_ex);
+    w = key ? apr_hash_get(ws->by_name, key, APR_HASH_KEY_STRING) : NULL;
+    if (w != NULL && w->s == shm) {
+        apr_hash_set(ws->by_name, key, APR_HASH_KEY_STRING, NULL);
+        return w;
+    }
+    for (i = 0; i < ws->b->workers->nelts; i++) {
+        if (list[i]->s == shm) {
+            return list[i]; /* a name the index could not hold */
+        }
+    }
+    return NULL;
+}
+
+void beacon_worker_index(beacon_workers *ws)
+{
+    ws->indexed_by = getpid();
+    index_rebuild(ws);
+    index_catch_up(ws);
+}
+
+/* The owner's watchdog thread finds a member by its index, anyone else by
+ * a walk of the list. */
+static proxy_worker *worker_named(beacon_workers *ws, const char *url)
+{
+    proxy_worker *w;
+
+    if (!is_indexed(ws)) {
+        return worker_walked_to(ws, url);
+    }
+    index_catch_up(ws);
+    w = apr_hash_get(ws->by_name, url, APR_HASH_KEY_STRING);
+    return w && beacon_worker_names(w->s->name_ex, url) ? w : NULL;
+}
+
+beacon_slot *beacon_worker_find(beacon_workers *ws, const char *url)
 {
     proxy_worker *w = worker_named(ws, url);
 
     return w ? slot_name(w->s) : NULL;
 }
 
-int beacon_worker_confirmed(const beacon_workers *ws, const char *url)
+int beacon_worker_confirmed(beacon_workers *ws, const char *url)
 {
     proxy_worker *w = worker_named(ws, url);
 
@@ -501,7 +611,10 @@ static proxy_worker *route_holder(const beacon_workers *ws,
 void beacon_worker_look(const beacon_workers *ws, const beacon_slot *slot,
                         const char *route, beacon_slot_look *look)
 {
-    proxy_worker *holder = route && route[0]
+    /* a slot that has the route already needs no walk for its holder:
+     * the route stays as it is */
+    proxy_worker *holder = route && route[0] &&
+                                   strcmp(shm_of(slot)->route, route) != 0
                                ? route_holder(ws, shm_of(slot), route)
                                : NULL;
 
@@ -863,10 +976,12 @@ int beacon_worker_same_origin(const beacon_slot *slot,
  * beacon adds one). Keeps the hash, index, TTLs, timeouts and pool sizes,
  * and Disabled.
  */
-void beacon_worker_rename(beacon_slot *slot, const beacon_worker *tmpl_worker)
+void beacon_worker_rename(beacon_workers *ws, beacon_slot *slot,
+                          const beacon_worker *tmpl_worker)
 {
     proxy_worker_shared *shm = shm_of(slot);
     const proxy_worker_shared *tmpl = tmpl_worker->s;
+    proxy_worker *w = is_indexed(ws) ? index_take(ws, shm) : NULL;
 
     COPY_FIELD(shm, tmpl, name_ex);
     COPY_FIELD(shm, tmpl, name);
@@ -885,6 +1000,9 @@ void beacon_worker_rename(beacon_slot *slot, const beacon_worker *tmpl_worker)
                                    PROXY_WORKER_HC_FAIL);
     shm->address_expiry = 0;
     shm->updated = apr_time_now();
+    if (w != NULL) {
+        index_put(ws, w);
+    }
 }
 
 const char *beacon_worker_flags(beacon_workers *ws, const char *url,
@@ -894,7 +1012,7 @@ const char *beacon_worker_flags(beacon_workers *ws, const char *url,
     proxy_worker *w;
 
     if (beacon_worker_lock_members(ws) == APR_SUCCESS) {
-        w = worker_named(ws, url);
+        w = worker_walked_to(ws, url); /* a request thread: no index */
         flags = w ? ap_proxy_parse_wstatus(p, w) : NULL;
         beacon_worker_thread_unlock(ws);
     }

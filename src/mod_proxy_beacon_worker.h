@@ -145,10 +145,15 @@ void beacon_worker_pick_up(beacon_workers *ws);
 int beacon_worker_names(const char *name, const char *url);
 
 /* The slot of this child's member named url, or NULL. */
-beacon_slot *beacon_worker_find(const beacon_workers *ws, const char *url);
+beacon_slot *beacon_worker_find(beacon_workers *ws, const char *url);
 
 /* Whether url is a member of this child's list, initialized. */
-int beacon_worker_confirmed(const beacon_workers *ws, const char *url);
+int beacon_worker_confirmed(beacon_workers *ws, const char *url);
+
+/* From now on this process's watchdog thread finds members by an index
+ * (built now, under the thread lock) rather than by a walk: for the
+ * receiver's owner, which alone renames slots. */
+void beacon_worker_index(beacon_workers *ws);
 
 /* Members of this child's list: how many, and the slot of the i-th. */
 int beacon_worker_count(const beacon_workers *ws);
@@ -172,7 +177,8 @@ void beacon_worker_note_slot(beacon_entry *e, const beacon_slot *slot);
 void beacon_worker_view(const beacon_slot *slot, beacon_slot_view *v);
 
 /* A look at a member's slot before changing it: the slot, and the other
- * member of this child's list that holds route, when one is asked for. */
+ * member of this child's list that holds route, when one is asked for
+ * and the slot has another route. */
 typedef struct {
     beacon_slot_view self;
     beacon_slot *holder;          /* NULL: none, or no route asked */
@@ -270,7 +276,8 @@ int beacon_worker_same_origin(const beacon_slot *slot,
 
 /* Renames a slot in place to the template's url, clearing what belonged
  * to the old member (mod_proxy_beacon_recycle.c says when that is safe). */
-void beacon_worker_rename(beacon_slot *slot, const beacon_worker *tmpl);
+void beacon_worker_rename(beacon_workers *ws, beacon_slot *slot,
+                          const beacon_worker *tmpl);
 
 /* httpd's flag text for a member ("Init Ok "), or NULL when absent. */
 const char *beacon_worker_flags(beacon_workers *ws, const char *url,
