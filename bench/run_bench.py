@@ -2103,6 +2103,11 @@ STICKY = "ROUTEID"
 SCALE_MPM = ("StartServers 4\nServerLimit 4\nThreadsPerChild 64\nMaxRequestWorkers 256\n"
              "MinSpareThreads 64\nMaxSpareThreads 256\nAsyncRequestWorkerFactor 100\n"
              "ListenBacklog 1024")
+# The proxies: 4 children of 25 threads from the start, always (the
+# defaults start 3 and add some under wrk, and a child more or less moved
+# the memory per member by 50 KiB).
+SCALE_PROXY_MPM = ("StartServers 4\nServerLimit 4\nThreadsPerChild 25\nMaxRequestWorkers 100\n"
+                   "MinSpareThreads 25\nMaxSpareThreads 100\n")
 
 
 def scale_addresses(n, third):
@@ -2163,7 +2168,7 @@ class ScaleRig:
             self.fill[n] = self.wait_rotation(n, t0, 20, "the sender started")
 
     def proxy(self, name, **kw):
-        p = bl.Proxy(self.ctx.dir / name, **kw)
+        p = bl.Proxy(self.ctx.dir / name, extra=SCALE_PROXY_MPM, **kw)
         p.proxy_config += f"ProxySet balancer://cluster stickysession={STICKY}\n"
         self.ctx.track(p)
         return p.start_receiver(timeout=30) if kw.get("receiver") else p.start(timeout=30)
