@@ -66,7 +66,7 @@ static const apr_interval_time_t MAX_SKEW = APR_INT64_C(30000000);
 static const apr_interval_time_t LEASE = APR_INT64_C(15000000);
 
 static beacon_key_t key;
-static beacon_table_t table; /* ~90 KiB: static, not on the stack */
+static beacon_table_t *table; /* of BEACON_TABLE_CAPACITY, on the heap */
 static char batch[BATCH][DGRAM_SIZE];
 static apr_size_t batch_len[BATCH];
 static char urls[URLS][64];
@@ -126,7 +126,7 @@ static double run_accept(unsigned iterations)
         now = (apr_time_t)next_ts; /* receiver clock just after sending */
         t0 = now_ns();
         for (unsigned i = 0; i < n; i++) {
-            beacon_reason_t r = beacon_receive(&table, &key, batch[i],
+            beacon_reason_t r = beacon_receive(table, &key, batch[i],
                                                batch_len[i], now, &ev);
             if (r != BEACON_OK)
                 die(beacon_reason_name(r));
@@ -148,7 +148,7 @@ static double run_forged(const char *buf, apr_size_t len, unsigned iterations)
     double t0 = now_ns();
 
     for (unsigned i = 0; i < iterations; i++) {
-        beacon_reason_t r = beacon_receive(&table, &key, buf, len, BASE_NOW,
+        beacon_reason_t r = beacon_receive(table, &key, buf, len, BASE_NOW,
                                            &ev);
         if (r != BEACON_DROP_MAC_MISMATCH)
             die(r == BEACON_OK ? "forged datagram accepted"
@@ -173,7 +173,7 @@ static double run_forged_4_keys(const char *buf, apr_size_t len,
     }
     t0 = now_ns();
     for (unsigned i = 0; i < iterations; i++) {
-        beacon_reason_t r = beacon_receive_any(&table, keys, BEACON_MAX_KEYS,
+        beacon_reason_t r = beacon_receive_any(table, keys, BEACON_MAX_KEYS,
                                                buf, len, BASE_NOW, &ev);
         if (r != BEACON_DROP_MAC_MISMATCH)
             die(r == BEACON_OK ? "forged datagram accepted"
@@ -292,7 +292,10 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < URLS; i++)
         snprintf(urls[i], sizeof urls[i], "http://backend-%u.example.net:8080",
                  i);
-    beacon_table_init(&table, LEASE, MAX_SKEW);
+    table = malloc(beacon_table_size(BEACON_TABLE_CAPACITY));
+    if (table == NULL)
+        die("out of memory");
+    beacon_table_init(table, BEACON_TABLE_CAPACITY, LEASE, MAX_SKEW);
 
     /* One representative datagram for (b) and (c). */
     len = (apr_size_t)format_one(forged, sizeof forged, 0);

@@ -259,8 +259,8 @@ static void setup_listener(apr_pool_t *p, const listen_args_t *args,
     for (i = 0; i < l->nkeys; i++) {
         load_key(p, &args->secrets[i], &l->keys[i]);
     }
-    l->table = apr_palloc(p, sizeof(*l->table));
-    beacon_table_init(l->table, 0, l->max_skew); /* 0: no lease, the default */
+    /* 0: no lease, the default */
+    l->table = beacon_table_make(p, BEACON_TABLE_CAPACITY, 0, l->max_skew);
     if (args->service) {
         check_service(args->service);
         beacon_table_set_service(l->table, args->service);

@@ -55,7 +55,7 @@
                   BEACON_HP_PORT_ZERO)
 
 static beacon_key_t spec_key;
-static beacon_table_t table;
+static beacon_table_t *table; /* of BEACON_TABLE_CAPACITY, made once */
 static apr_pool_t *pool;
 
 /* The wire format's rule for a field value, written out again on purpose:
@@ -100,8 +100,8 @@ static void advertise(const char *arg)
     FUZZ_CHECK((size_t)n == strlen(buf), "format length %d", n);
 
     /* ... and received as the same member. */
-    beacon_table_init(&table, FUZZ_TIMEOUT, FUZZ_SKEW);
-    r = beacon_receive(&table, &spec_key, buf, (size_t)n, FUZZ_NOW, &ev);
+    beacon_table_init(table, BEACON_TABLE_CAPACITY, FUZZ_TIMEOUT, FUZZ_SKEW);
+    r = beacon_receive(table, &spec_key, buf, (size_t)n, FUZZ_NOW, &ev);
     FUZZ_CHECK(r == BEACON_OK, "own announcement of \"%s\" dropped: %s",
                canonical, beacon_reason_name(r));
     FUZZ_CHECK(strcmp(ev.url, canonical) == 0,
@@ -115,7 +115,7 @@ static void advertise(const char *arg)
     a.state = "leaving";
     n = beacon_format(buf, sizeof(buf), &a, &spec_key);
     FUZZ_CHECK(n > 0, "leaving announcement cannot be formatted");
-    r = beacon_receive(&table, &spec_key, buf, (size_t)n, FUZZ_NOW, &ev);
+    r = beacon_receive(table, &spec_key, buf, (size_t)n, FUZZ_NOW, &ev);
     FUZZ_CHECK(r == BEACON_OK && ev.action == BEACON_ACT_NONE,
                "leaving before added: %s, action %d", beacon_reason_name(r),
                (int)ev.action);
@@ -322,9 +322,9 @@ static beacon_reason_t receive_as(const char *service, const char *buf,
 {
     beacon_event_t ev;
 
-    beacon_table_init(&table, FUZZ_TIMEOUT, FUZZ_SKEW);
-    beacon_table_set_service(&table, service);
-    return beacon_receive(&table, &spec_key, buf, (size_t)n, FUZZ_NOW, &ev);
+    beacon_table_init(table, BEACON_TABLE_CAPACITY, FUZZ_TIMEOUT, FUZZ_SKEW);
+    beacon_table_set_service(table, service);
+    return beacon_receive(table, &spec_key, buf, (size_t)n, FUZZ_NOW, &ev);
 }
 
 static void service(const char *name)
@@ -370,6 +370,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(apr_initialize() == APR_SUCCESS &&
                        apr_pool_create(&pool, NULL) == APR_SUCCESS,
                    "APR");
+        table = malloc(beacon_table_size(BEACON_TABLE_CAPACITY));
+        FUZZ_CHECK(table != NULL, "table");
         ready = 1;
     }
     if (size == 0) {

@@ -18,6 +18,7 @@
  *       !back N   ... or N seconds back (a stepped clock; not below 0)
  *       !fill N   beacon_table_adopt() of N synthetic members (up to 300)
  *       !lapse    beacon_table_next_lapsed(), _release(), _next_deadline()
+ *       !capacity N  a new table of N records (1 to 300; 256 until then)
  *       !service NAME  beacon_table_set_service() with the rest of the
  *                 line (empty: none; an invalid name fails closed)
  *     An accepted url's BEACON_ACT_ADD is answered with _added(),
@@ -46,8 +47,10 @@
  *  - beacon_receive() agrees with beacon_verify() and the canonical url is
  *    a fixed point of beacon_url_canonicalize(); the record it returns is
  *    that url's, with the datagram's ts as high-water mark;
- *  - the table stays consistent: count, hash chains, the free list, and
- *    no deadline in the past after lapse + release.
+ *  - the table stays consistent: count, hash chains, the free list, its
+ *    deadline lists (linked both ways, in last_seen order, one rule each,
+ *    holding every record in use), the next deadline equal to a scan's,
+ *    and no deadline in the past after lapse + release.
  */
 #include "fuzz_common.h"
 
@@ -56,7 +59,9 @@
 #define PASSPHRASE "a-long-random-shared-cluster-secret"
 
 static beacon_key_t key, other;
-static beacon_table_t table; /* ~90 KiB: static, not on the stack */
+/* The script's table: BEACON_TABLE_CAPACITY, or what !capacity says. */
+#define FUZZ_MAX_CAPACITY 300
+static beacon_table_t *table; /* of FUZZ_MAX_CAPACITY's size, made once */
 
 /* The ring: default key `key`; "shop" with `other` of its own, "cart"
  * without keys, then "s0" to "s61", each with a key of its own. */
@@ -437,37 +442,93 @@ static char *resign(const char *in, size_t len, size_t *outlen)
 /* ------------------------------------------------------------------ */
 /* The table                                                           */
 
+/* The earliest deadline, by the rule the header states, from every
+ * record (the table's own lists are what is under test). */
+static apr_time_t deadline_by_scan(void)
+{
+    apr_time_t best = 0, d;
+    unsigned k;
+
+    for (k = 0; k < beacon_table_capacity(table); k++) {
+        const beacon_record_t *r = &table->rec[k];
+
+        if (r->state == BEACON_REC_FREE ||
+            (r->state == BEACON_REC_ACTIVE && FUZZ_TIMEOUT == 0)) {
+            continue;
+        }
+        d = r->last_seen + 1 +
+            (r->state == BEACON_REC_ACTIVE ? FUZZ_TIMEOUT : 2 * FUZZ_SKEW);
+        best = best == 0 || d < best ? d : best;
+    }
+    return best;
+}
+
+/* Each deadline list: links both ways, oldest last_seen first, one rule
+ * (in rotation or not) per list. Returns the records it holds. */
+static unsigned check_list(const beacon_table_list_t *l)
+{
+    apr_int32_t i, prev = -1;
+    unsigned n = 0, cap = beacon_table_capacity(table);
+    int active = -1;
+
+    for (i = l->head; i != -1; prev = i, i = table->rec[i].newer) {
+        const beacon_record_t *r = &table->rec[i];
+
+        FUZZ_CHECK(i >= 0 && (unsigned)i < cap && ++n <= cap, "list loops");
+        FUZZ_CHECK(r->state != BEACON_REC_FREE && r->older == prev,
+                   "list link of slot %d", i);
+        FUZZ_CHECK(prev == -1 || table->rec[prev].last_seen <= r->last_seen,
+                   "slot %d out of last_seen order", i);
+        FUZZ_CHECK(active == -1 || active == (r->state == BEACON_REC_ACTIVE),
+                   "slot %d (%s) in a list of another rule", i,
+                   beacon_state_name(r->state));
+        active = r->state == BEACON_REC_ACTIVE;
+    }
+    FUZZ_CHECK(l->tail == prev, "list tail %d, last %d", l->tail, prev);
+    return n;
+}
+
 static void check_table(void)
 {
-    unsigned used = 0, free_len = 0;
-    apr_int16_t i;
-    int k;
+    unsigned used = 0, free_len = 0, listed = 0;
+    unsigned cap = beacon_table_capacity(table), k;
+    apr_int32_t i;
 
-    for (k = 0; k < BEACON_TABLE_CAPACITY; k++) {
-        const beacon_record_t *r = &table.rec[k];
+    for (k = 0; k < cap; k++) {
+        const beacon_record_t *r = &table->rec[k];
 
-        FUZZ_CHECK(r->state <= BEACON_REC_NOT_MANAGED, "slot %d state %d", k,
+        FUZZ_CHECK(r->state <= BEACON_REC_NOT_MANAGED, "slot %u state %d", k,
                    (int)r->state);
+        FUZZ_CHECK(beacon_table_index(r) == k, "slot %u knows itself as %u",
+                   k, beacon_table_index(r));
         if (r->state == BEACON_REC_FREE) {
             continue;
         }
         used++;
         FUZZ_CHECK(memchr(r->url, '\0', sizeof(r->url)) != NULL,
-                   "slot %d url not terminated", k);
-        FUZZ_CHECK(beacon_table_find(&table, r->url) == r,
-                   "slot %d (%s) not found by its url", k, r->url);
+                   "slot %u url not terminated", k);
+        FUZZ_CHECK(beacon_table_find(table, r->url) == r,
+                   "slot %u (%s) not found by its url", k, r->url);
     }
-    FUZZ_CHECK(used == table.count, "count %u, slots in use %u", table.count,
+    FUZZ_CHECK(used == table->count, "count %u, slots in use %u", table->count,
                used);
-    for (i = table.free_head; i != -1; i = table.rec[i].next) {
-        FUZZ_CHECK(i >= 0 && i < BEACON_TABLE_CAPACITY, "free index %d", i);
-        FUZZ_CHECK(table.rec[i].state == BEACON_REC_FREE,
+    for (i = table->free_head; i != -1; i = table->rec[i].next) {
+        FUZZ_CHECK(i >= 0 && (unsigned)i < cap, "free index %d", i);
+        FUZZ_CHECK(table->rec[i].state == BEACON_REC_FREE,
                    "slot %d on the free list in state %d", i,
-                   (int)table.rec[i].state);
-        FUZZ_CHECK(++free_len <= BEACON_TABLE_CAPACITY, "free list loops");
+                   (int)table->rec[i].state);
+        FUZZ_CHECK(++free_len <= cap, "free list loops");
     }
-    FUZZ_CHECK(free_len + used == BEACON_TABLE_CAPACITY,
+    FUZZ_CHECK(free_len + used == cap,
                "free list %u + used %u != capacity", free_len, used);
+    for (k = 0; k < BEACON_TABLE_LISTS; k++) {
+        listed += check_list(&table->lists[k]);
+    }
+    FUZZ_CHECK(listed == used, "lists hold %u of %u records", listed, used);
+    FUZZ_CHECK(beacon_table_next_deadline(table) == deadline_by_scan(),
+               "deadline %lld, by scan %lld",
+               (long long)beacon_table_next_deadline(table),
+               (long long)deadline_by_scan());
 }
 
 /* A command's decimal argument, capped. */
@@ -497,16 +558,17 @@ static void lapse(apr_time_t now)
     unsigned cursor = 0, evicted = 0;
     apr_time_t deadline;
 
-    while ((r = beacon_table_next_lapsed(&table, now, &cursor)) != NULL) {
+    while ((r = beacon_table_next_lapsed(table, now, &cursor)) != NULL) {
         FUZZ_CHECK(r->state == BEACON_REC_EVICTED, "lapsed record state %d",
                    (int)r->state);
         FUZZ_CHECK(now - r->last_seen > FUZZ_TIMEOUT,
                    "lease of %s lapsed early", r->url);
-        FUZZ_CHECK(++evicted <= BEACON_TABLE_CAPACITY, "next_lapsed loops");
+        FUZZ_CHECK(++evicted <= beacon_table_capacity(table),
+                   "next_lapsed loops");
     }
-    (void)beacon_table_release(&table, now);
+    (void)beacon_table_release(table, now);
     check_table();
-    deadline = beacon_table_next_deadline(&table);
+    deadline = beacon_table_next_deadline(table);
     FUZZ_CHECK(deadline == 0 || deadline > now,
                "deadline %lld not after now %lld once lapsed and released",
                (long long)deadline, (long long)now);
@@ -518,20 +580,20 @@ static void fill(apr_int64_t n, apr_time_t now)
 
     for (i = 0; i < n; i++) {
         char url[64];
-        unsigned before = table.count;
+        unsigned before = table->count;
         beacon_reason_t r;
 
         (void)snprintf(url, sizeof(url), "http://fill-%lld.example:%lld",
                        (long long)i, (long long)i + 1000);
-        r = beacon_table_adopt(&table, url, i % 3 == 0, 0, now);
+        r = beacon_table_adopt(table, url, i % 3 == 0, 0, now);
         if (r == BEACON_DROP_TABLE_FULL) {
-            FUZZ_CHECK(before == BEACON_TABLE_CAPACITY &&
-                           beacon_table_find(&table, url) == NULL,
+            FUZZ_CHECK(before == beacon_table_capacity(table) &&
+                           beacon_table_find(table, url) == NULL,
                        "table full with %u records", before);
         }
         else {
             FUZZ_CHECK(r == BEACON_OK, "adopt: %s", beacon_reason_name(r));
-            FUZZ_CHECK(beacon_table_find(&table, url) != NULL,
+            FUZZ_CHECK(beacon_table_find(table, url) != NULL,
                        "adopted %s not found", url);
         }
     }
@@ -605,14 +667,14 @@ static void check_url_verdict(const beacon_datagram_t *dg, beacon_reason_t r,
         check_action(ev, beacon_datagram_is_leaving(dg));
         break;
     case BEACON_DROP_REPLAYED_TS:
-        rec = beacon_table_find(&table, ev->url);
+        rec = beacon_table_find(table, ev->url);
         FUZZ_CHECK(rec != NULL && rec->high_ts >= dg->ts,
                    "replay verdict without a higher mark");
         break;
     case BEACON_DROP_TABLE_FULL:
-        FUZZ_CHECK(table.count == BEACON_TABLE_CAPACITY &&
-                       beacon_table_find(&table, ev->url) == NULL,
-                   "table full at %u records", table.count);
+        FUZZ_CHECK(table->count == beacon_table_capacity(table) &&
+                       beacon_table_find(table, ev->url) == NULL,
+                   "table full at %u records", table->count);
         break;
     default:
         FUZZ_CHECK(0, "table step gave %s", beacon_reason_name(r));
@@ -633,11 +695,11 @@ static snapshot_t snapshot(const beacon_datagram_t *dg)
     beacon_record_t *rec = NULL;
 
     memset(&s, 0, sizeof(s));
-    s.count = table.count;
+    s.count = table->count;
     if (dg->url.ptr != NULL &&
         beacon_url_canonicalize(dg->url.ptr, dg->url.len, canon,
                                 sizeof(canon)) == NULL) {
-        rec = beacon_table_find(&table, canon);
+        rec = beacon_table_find(table, canon);
     }
     if (rec != NULL) {
         s.found = 1;
@@ -649,10 +711,10 @@ static snapshot_t snapshot(const beacon_datagram_t *dg)
 /* Whether the table's service lets a verified datagram in (restated). */
 static int is_for_table(const beacon_datagram_t *dg)
 {
-    size_t n = strlen(table.service);
+    size_t n = strlen(table->service);
 
     return n == 0 || (dg->svc.ptr != NULL && dg->svc.len == n &&
-                      memcmp(dg->svc.ptr, table.service, n) == 0);
+                      memcmp(dg->svc.ptr, table->service, n) == 0);
 }
 
 /* Whether two copies of a record say the same, field by field (a memcmp
@@ -673,7 +735,7 @@ static void check_foreign(const beacon_datagram_t *dg, beacon_reason_t r,
 
     FUZZ_CHECK(r == BEACON_DROP_WRONG_SERVICE && ev->rec == NULL &&
                    ev->url[0] == '\0',
-               "svc not the table's \"%s\", yet %s", table.service,
+               "svc not the table's \"%s\", yet %s", table->service,
                beacon_reason_name(r));
     FUZZ_CHECK(after.count == before->count && after.found == before->found &&
                    (!after.found || same_record(&after.rec, &before->rec)),
@@ -722,12 +784,12 @@ static void receive_line(const char *line, size_t len, apr_time_t now)
     size_t dglen;
     char *dgbuf = resign(line, len, &dglen);
 
-    rv = beacon_verify(dgbuf, dglen, &key, now, table.max_skew, &dg);
+    rv = beacon_verify(dgbuf, dglen, &key, now, table->max_skew, &dg);
     memset(&before, 0, sizeof(before));
     if (rv == BEACON_OK) { /* on a drop, dg's spans are not to be read */
         before = snapshot(&dg);
     }
-    r = beacon_receive(&table, &key, dgbuf, dglen, now, &ev);
+    r = beacon_receive(table, &key, dgbuf, dglen, now, &ev);
     if (rv != BEACON_OK) {
         FUZZ_CHECK(r == rv, "receive %s, verify %s", beacon_reason_name(r),
                    beacon_reason_name(rv));
@@ -765,17 +827,17 @@ static void set_service(const char *p, const char *end)
     }
     memcpy(name, p, n);
     name[n] = '\0';
-    beacon_table_set_service(&table, name);
+    beacon_table_set_service(table, name);
     if (n == 0 || service_is_valid(name, n)) {
-        FUZZ_CHECK(strcmp(table.service, name) == 0,
-                   "service \"%s\" set as \"%s\"", name, table.service);
+        FUZZ_CHECK(strcmp(table->service, name) == 0,
+                   "service \"%s\" set as \"%s\"", name, table->service);
     }
     else { /* fails closed: some name no datagram can carry */
-        n = strlen(table.service);
+        n = strlen(table->service);
         FUZZ_CHECK(n > 0 && n <= BEACON_SERVICE_MAX &&
-                       !service_is_valid(table.service, n),
+                       !service_is_valid(table->service, n),
                    "invalid service \"%s\" set as \"%s\"", name,
-                   table.service);
+                   table->service);
     }
 }
 
@@ -785,7 +847,7 @@ static void run_script(const char *data, size_t size)
     apr_time_t now = FUZZ_NOW;
     int lines = 0;
 
-    beacon_table_init(&table, FUZZ_TIMEOUT, FUZZ_SKEW);
+    beacon_table_init(table, BEACON_TABLE_CAPACITY, FUZZ_TIMEOUT, FUZZ_SKEW);
     while (p < end && lines++ < MAX_LINES) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *eol = nl ? nl : end;
@@ -802,6 +864,14 @@ static void run_script(const char *data, size_t size)
         }
         else if (is_cmd(p, len, "!fill")) {
             fill(arg_of(p + 5, eol, 300), now);
+            check_table();
+        }
+        else if (is_cmd(p, len, "!capacity")) {
+            /* a new, empty table of 1 to FUZZ_MAX_CAPACITY records */
+            apr_int64_t n = arg_of(p + 9, eol, FUZZ_MAX_CAPACITY);
+
+            beacon_table_init(table, n < 1 ? 1 : (unsigned)n, FUZZ_TIMEOUT,
+                              FUZZ_SKEW);
             check_table();
         }
         else if (is_cmd(p, len, "!lapse")) {
@@ -831,6 +901,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         key = fuzz_key(FUZZ_HEX_KEY);
         other = fuzz_key(PASSPHRASE);
         make_ring();
+        table = malloc(beacon_table_size(FUZZ_MAX_CAPACITY));
+        FUZZ_CHECK(table != NULL, "table");
         ready = 1;
     }
 
@@ -842,7 +914,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)verify_checked(dg, dglen, FUZZ_NOW, 1);
     free(dg);
 
-    /* 3. As a script against a table. */
+    /* 3. As a script against a table-> */
     run_script(in, size);
     return 0;
 }

@@ -253,6 +253,11 @@ static const struct {
     {"full table",
      "!fill 256\nBEACON url=http://one-too-many ts=1796000000000000\n"
      "!tick 100\n!lapse\nBEACON url=http://one-too-many ts=1796000100000000\n"},
+    {"a small table, full, stepped back and released",
+     "!capacity 3\n!fill 2\nBEACON url=http://x ts=1796000000000000\n"
+     "BEACON url=http://y ts=1796000000000000\n!back 30\n"
+     "BEACON url=http://x ts=1796000000000001 state=leaving\n"
+     "!tick 100\n!lapse\nBEACON url=http://y ts=1796000100000000\n"},
     {"clock steps back",
      "BEACON url=ws://c ts=1796000000000000\n!back 3600\n!lapse\n"
      "BEACON url=ws://c ts=1796000000000001\n"},

@@ -34,7 +34,7 @@ extern "C" {
 #define BEACON_URL_MAX 300         /* canonical url incl. NUL; longer = unacceptable */
 #define BEACON_DECIMAL_MAX_DIGITS 18 /* ts, pid, seq: 1 to 18 decimal digits */
 #define BEACON_DECIMAL_MAX APR_INT64_C(999999999999999999) /* the largest */
-#define BEACON_TABLE_CAPACITY 256  /* announced urls tracked per receiver */
+#define BEACON_TABLE_CAPACITY 256  /* urls a table tracks by default, at least */
 #define BEACON_MAX_KEYS 4          /* secrets a receiver accepts at once */
 #define BEACON_MAX_FIELDS 32       /* key=value tokens before mac=; more: bad frame */
 #define BEACON_SERVICE_MAX 63      /* svc=: 1 to 63 of [A-Za-z0-9._-] */
@@ -855,29 +855,72 @@ typedef struct {
     apr_time_t retry_at;       /* PENDING: earliest next add */
     apr_interval_time_t backoff; /* PENDING: the current back-off */
     apr_uint32_t hash;
-    apr_int16_t next;          /* bucket chain, index or -1 */
+    apr_int32_t next;          /* bucket chain (or free list), index or -1 */
+    apr_int32_t self;          /* its own index: its table is found from it */
+    apr_int32_t older, newer;  /* its deadline list, by last_seen; or -1 */
+    apr_int32_t list;          /* which deadline list (the table's own) */
 } beacon_record_t;
 
-#define BEACON_TABLE_BUCKETS 512   /* power of two, 2 x capacity */
+#define BEACON_TABLE_MAX_CAPACITY 65536 /* a larger table is refused */
 #define BEACON_BACKOFF_MIN apr_time_from_sec(1)
 #define BEACON_BACKOFF_MAX apr_time_from_sec(64)
 
+/* A chain of records by index, oldest last_seen first. */
+typedef struct {
+    apr_int32_t head, tail;    /* -1 when empty */
+} beacon_table_list_t;
+
+#define BEACON_TABLE_LISTS 3   /* in rotation, not, lapsed (beacon_table.c) */
+
 /*
- * A fixed-size table the caller places where it likes (pool, stack). Records
- * are linked by index, never by pointer, so the table may be copied.
+ * A table of a capacity chosen at init, in one block the caller places
+ * where it likes (pool, heap): a header, then the records, then the hash
+ * buckets (a power of two, at least 2 x capacity). Records are linked by
+ * index, never by pointer, so the table may be copied byte for byte
+ * (beacon_table_size bytes).
+ *
+ * Every operation on one record (find, accept, insert, release, a state
+ * change) is O(1) at any capacity, and so are the housekeeping calls when
+ * nothing is due: the records in use are kept in lists ordered by
+ * last_seen, one per deadline rule, so the next deadline is a list's head
+ * and a lapse or release takes heads only. (A record whose last_seen is
+ * older than its list's newest, after a clock step back or a remembered
+ * mark, is placed by a walk from the newest end.)
  */
 typedef struct {
-    beacon_record_t rec[BEACON_TABLE_CAPACITY];
-    apr_int16_t bucket[BEACON_TABLE_BUCKETS];
-    apr_int16_t free_head;     /* chain of free slots through rec[].next */
+    apr_uint32_t capacity;     /* records */
+    apr_uint32_t nbuckets;     /* power of two, >= 2 x capacity */
+    apr_int32_t free_head;     /* chain of free slots through rec[].next */
     unsigned count;            /* records in use */
     apr_interval_time_t timeout;  /* lease; 0 = never evict */
     apr_interval_time_t max_skew; /* release after > 2 x max_skew of silence */
+    beacon_table_list_t lists[BEACON_TABLE_LISTS];
     char service[BEACON_SERVICE_MAX + 1]; /* svc= required; "" = any or none */
+    beacon_record_t rec[];     /* capacity of them, then nbuckets heads */
 } beacon_table_t;
 
-void beacon_table_init(beacon_table_t *t, apr_interval_time_t timeout,
+/* The bytes of a table of capacity records; 0 when capacity is 0 or more
+ * than BEACON_TABLE_MAX_CAPACITY (refused). Linear in capacity. */
+apr_size_t beacon_table_size(unsigned capacity);
+
+/* Makes the beacon_table_size(capacity) bytes at t an empty table; the
+ * bytes may hold anything before. capacity must be one that
+ * beacon_table_size accepts. */
+void beacon_table_init(beacon_table_t *t, unsigned capacity,
+                       apr_interval_time_t timeout,
                        apr_interval_time_t max_skew);
+
+/* An empty table of capacity records in p; NULL when capacity is refused. */
+beacon_table_t *beacon_table_make(apr_pool_t *p, unsigned capacity,
+                                  apr_interval_time_t timeout,
+                                  apr_interval_time_t max_skew);
+
+/* The records the table holds at most. */
+unsigned beacon_table_capacity(const beacon_table_t *t);
+
+/* The index of rec in its table (0 to capacity - 1): for arrays that the
+ * caller keeps beside the table. */
+unsigned beacon_table_index(const beacon_record_t *rec);
 
 /*
  * The service this receiver is (ProxyBeaconService): from now on a

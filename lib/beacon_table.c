@@ -1,17 +1,28 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * The lease and replay table: one record per canonical url, in a fixed
- * array linked by index (no pointers inside, no allocation after init).
- * The caller passes the clock in and carries out the actions the table
- * returns; the table only decides.
+ * The lease and replay table: one record per canonical url, in an array
+ * linked by index (no pointers inside, no allocation after init), of a
+ * capacity chosen at init. The caller passes the clock in and carries out
+ * the actions the table returns; the table only decides.
  */
 
+#include <stddef.h>
 #include <string.h>
 
 #include "beacon.h"
 
 #define NO_INDEX (-1)
+
+/* The deadline lists: each holds the records of one rule, oldest
+ * last_seen at the head, so that the earliest deadline is a head. */
+enum {
+    LIST_ACTIVE,    /* ACTIVE: the lease lapses timeout after last_seen */
+    LIST_IDLE,      /* not in rotation: released 2 x max_skew after it */
+    LIST_LAPSED     /* EVICTED by a lapse: the same rule as LIST_IDLE, a
+                     * list of its own because lapses come in last_seen
+                     * order, which keeps both lists' appends O(1) */
+};
 
 static apr_uint32_t url_hash(const char *url)
 {
@@ -23,27 +34,91 @@ static apr_uint32_t url_hash(const char *url)
     return h;
 }
 
-static apr_int16_t *bucket_of(beacon_table_t *t, apr_uint32_t hash)
+/* The smallest power of two >= 2 x capacity. */
+static apr_uint32_t buckets_for(unsigned capacity)
 {
-    return &t->bucket[hash & (BEACON_TABLE_BUCKETS - 1)];
+    apr_uint32_t n = 1;
+
+    while (n < 2 * (apr_uint32_t)capacity) {
+        n <<= 1;
+    }
+    return n;
 }
 
-void beacon_table_init(beacon_table_t *t, apr_interval_time_t timeout,
+apr_size_t beacon_table_size(unsigned capacity)
+{
+    if (capacity == 0 || capacity > BEACON_TABLE_MAX_CAPACITY) {
+        return 0;
+    }
+    return offsetof(beacon_table_t, rec) +
+           (apr_size_t)capacity * sizeof(beacon_record_t) +
+           (apr_size_t)buckets_for(capacity) * sizeof(apr_int32_t);
+}
+
+unsigned beacon_table_capacity(const beacon_table_t *t)
+{
+    return t->capacity;
+}
+
+unsigned beacon_table_index(const beacon_record_t *rec)
+{
+    return (unsigned)rec->self;
+}
+
+static apr_int32_t *buckets(beacon_table_t *t)
+{
+    return (apr_int32_t *)(void *)(t->rec + t->capacity);
+}
+
+static apr_int32_t *bucket_of(beacon_table_t *t, apr_uint32_t hash)
+{
+    return &buckets(t)[hash & (t->nbuckets - 1)];
+}
+
+/* The table a record is in: records know their own index. */
+static beacon_table_t *table_of(beacon_record_t *rec)
+{
+    return (beacon_table_t *)(void *)((char *)(rec - rec->self) -
+                                      offsetof(beacon_table_t, rec));
+}
+
+void beacon_table_init(beacon_table_t *t, unsigned capacity,
+                       apr_interval_time_t timeout,
                        apr_interval_time_t max_skew)
 {
-    int i;
+    apr_uint32_t i;
 
-    memset(t, 0, sizeof(*t));
-    for (i = 0; i < BEACON_TABLE_BUCKETS; i++) {
-        t->bucket[i] = NO_INDEX;
+    memset(t, 0, beacon_table_size(capacity));
+    t->capacity = capacity;
+    t->nbuckets = buckets_for(capacity);
+    for (i = 0; i < t->nbuckets; i++) {
+        buckets(t)[i] = NO_INDEX;
     }
-    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
-        t->rec[i].next = (apr_int16_t)(i + 1 < BEACON_TABLE_CAPACITY ? i + 1
-                                                                     : NO_INDEX);
+    for (i = 0; i < capacity; i++) {
+        t->rec[i].self = (apr_int32_t)i;
+        t->rec[i].next = i + 1 < capacity ? (apr_int32_t)(i + 1) : NO_INDEX;
+        t->rec[i].older = t->rec[i].newer = NO_INDEX;
+    }
+    for (i = 0; i < BEACON_TABLE_LISTS; i++) {
+        t->lists[i].head = t->lists[i].tail = NO_INDEX;
     }
     t->free_head = 0;
     t->timeout = timeout;
     t->max_skew = max_skew;
+}
+
+beacon_table_t *beacon_table_make(apr_pool_t *p, unsigned capacity,
+                                  apr_interval_time_t timeout,
+                                  apr_interval_time_t max_skew)
+{
+    apr_size_t size = beacon_table_size(capacity);
+    beacon_table_t *t;
+
+    if (size == 0 || (t = apr_palloc(p, size)) == NULL) {
+        return NULL;
+    }
+    beacon_table_init(t, capacity, timeout, max_skew);
+    return t;
 }
 
 void beacon_table_set_service(beacon_table_t *t, const char *service)
@@ -66,7 +141,7 @@ void beacon_table_set_service(beacon_table_t *t, const char *service)
 beacon_record_t *beacon_table_find(beacon_table_t *t, const char *url)
 {
     apr_uint32_t hash = url_hash(url);
-    apr_int16_t i;
+    apr_int32_t i;
 
     for (i = *bucket_of(t, hash); i != NO_INDEX; i = t->rec[i].next) {
         if (t->rec[i].hash == hash && strcmp(t->rec[i].url, url) == 0) {
@@ -76,12 +151,87 @@ beacon_record_t *beacon_table_find(beacon_table_t *t, const char *url)
     return NULL;
 }
 
+/* ------------------------------------------------------------------ */
+/* Deadline lists                                                      */
+
+static void unlink_rec(beacon_table_t *t, beacon_record_t *r)
+{
+    beacon_table_list_t *l = &t->lists[r->list];
+
+    if (r->older != NO_INDEX) {
+        t->rec[r->older].newer = r->newer;
+    }
+    else {
+        l->head = r->newer;
+    }
+    if (r->newer != NO_INDEX) {
+        t->rec[r->newer].older = r->older;
+    }
+    else {
+        l->tail = r->older;
+    }
+    r->older = r->newer = NO_INDEX;
+}
+
+/* Into list, after every record seen later than r: the newest end, but
+ * for a clock stepped back or a mark remembered from long ago. */
+static void link_rec(beacon_table_t *t, beacon_record_t *r, apr_int32_t list)
+{
+    beacon_table_list_t *l = &t->lists[list];
+    apr_int32_t after = l->tail;
+
+    while (after != NO_INDEX && t->rec[after].last_seen > r->last_seen) {
+        after = t->rec[after].older;
+    }
+    r->list = list;
+    r->older = after;
+    if (after == NO_INDEX) {
+        r->newer = l->head;
+        l->head = r->self;
+    }
+    else {
+        r->newer = t->rec[after].newer;
+        t->rec[after].newer = r->self;
+    }
+    if (r->newer == NO_INDEX) {
+        l->tail = r->self;
+    }
+    else {
+        t->rec[r->newer].older = r->self;
+    }
+}
+
+static apr_int32_t list_for(beacon_state_t state)
+{
+    return state == BEACON_REC_ACTIVE ? LIST_ACTIVE : LIST_IDLE;
+}
+
+/* After last_seen moved: r goes to the newest end of its state's list. */
+static void relink(beacon_table_t *t, beacon_record_t *r)
+{
+    unlink_rec(t, r);
+    link_rec(t, r, list_for(r->state));
+}
+
+/* After a state change at the same last_seen: into the other list when
+ * the rule changed (an idle and a lapsed record have the same one). */
+static void restate(beacon_record_t *r, beacon_state_t state)
+{
+    beacon_table_t *t = table_of(r);
+    int was_active = r->state == BEACON_REC_ACTIVE;
+
+    r->state = state;
+    if (was_active != (state == BEACON_REC_ACTIVE)) {
+        relink(t, r);
+    }
+}
+
 /* A new record for url (which must fit), or NULL when the table is full. */
 static beacon_record_t *insert(beacon_table_t *t, const char *url,
                                beacon_state_t state, apr_time_t now)
 {
-    apr_int16_t i = t->free_head;
-    apr_int16_t *head;
+    apr_int32_t i = t->free_head;
+    apr_int32_t *head;
     beacon_record_t *r;
 
     if (i == NO_INDEX || strlen(url) >= BEACON_URL_MAX) {
@@ -90,6 +240,7 @@ static beacon_record_t *insert(beacon_table_t *t, const char *url,
     r = &t->rec[i];
     t->free_head = r->next;
     memset(r, 0, sizeof(*r));
+    r->self = i;
     strcpy(r->url, url);
     r->hash = url_hash(url);
     r->state = state;
@@ -97,20 +248,24 @@ static beacon_record_t *insert(beacon_table_t *t, const char *url,
     head = bucket_of(t, r->hash);
     r->next = *head;
     *head = i;
+    link_rec(t, r, list_for(state));
     t->count++;
     return r;
 }
 
 static void release(beacon_table_t *t, beacon_record_t *r)
 {
-    apr_int16_t i = (apr_int16_t)(r - t->rec);
-    apr_int16_t *link = bucket_of(t, r->hash);
+    apr_int32_t i = r->self;
+    apr_int32_t *link = bucket_of(t, r->hash);
 
     while (*link != i) {
         link = &t->rec[*link].next;
     }
     *link = r->next;
+    unlink_rec(t, r);
     memset(r, 0, sizeof(*r));
+    r->self = i;
+    r->older = r->newer = NO_INDEX;
     r->next = t->free_head;
     t->free_head = i;
     t->count--;
@@ -166,12 +321,13 @@ beacon_reason_t beacon_table_accept(beacon_table_t *t, const char *url,
     r->last_seen = now;
     *rec = r;
     *action = transition(r, leaving, now);
+    relink(t, r);
     return BEACON_OK;
 }
 
 void beacon_table_added(beacon_record_t *rec)
 {
-    rec->state = BEACON_REC_ACTIVE;
+    restate(rec, BEACON_REC_ACTIVE);
     rec->backoff = 0;
     rec->retry_at = 0;
 }
@@ -188,12 +344,12 @@ void beacon_table_add_failed(beacon_record_t *rec, apr_time_t now)
         rec->backoff = BEACON_BACKOFF_MAX;
     }
     rec->retry_at = now + rec->backoff;
-    rec->state = BEACON_REC_PENDING;
+    restate(rec, BEACON_REC_PENDING);
 }
 
 void beacon_table_not_managed(beacon_record_t *rec)
 {
-    rec->state = BEACON_REC_NOT_MANAGED;
+    restate(rec, BEACON_REC_NOT_MANAGED);
 }
 
 static int lease_lapsed(const beacon_table_t *t, const beacon_record_t *r,
@@ -203,37 +359,46 @@ static int lease_lapsed(const beacon_table_t *t, const beacon_record_t *r,
            now - r->last_seen > t->timeout;
 }
 
+/* The oldest record of list, or NULL. */
+static beacon_record_t *oldest(beacon_table_t *t, apr_int32_t list)
+{
+    apr_int32_t i = t->lists[list].head;
+
+    return i == NO_INDEX ? NULL : &t->rec[i];
+}
+
+/* The members in rotation are oldest first: the lapsed ones lead. */
 beacon_record_t *beacon_table_next_lapsed(beacon_table_t *t, apr_time_t now,
                                           unsigned *cursor)
 {
-    while (*cursor < BEACON_TABLE_CAPACITY) {
-        beacon_record_t *r = &t->rec[(*cursor)++];
+    beacon_record_t *r = oldest(t, LIST_ACTIVE);
 
-        if (lease_lapsed(t, r, now)) {
-            r->state = BEACON_REC_EVICTED;
-            return r;
-        }
+    if (r == NULL || !lease_lapsed(t, r, now)) {
+        return NULL;
     }
-    return NULL;
+    r->state = BEACON_REC_EVICTED;
+    unlink_rec(t, r);
+    link_rec(t, r, LIST_LAPSED);
+    (*cursor)++;
+    return r;
 }
 
-/* Records that are not members in rotation may be forgotten after silence. */
-static int releasable_state(beacon_state_t state)
+static int silent_past_skew(const beacon_table_t *t, const beacon_record_t *r,
+                            apr_time_t now)
 {
-    return state == BEACON_REC_NEW || state == BEACON_REC_PENDING ||
-           state == BEACON_REC_EVICTED || state == BEACON_REC_NOT_MANAGED;
+    return now - r->last_seen > 2 * t->max_skew;
 }
 
+/* Every record not in rotation (NEW, PENDING, EVICTED, NOT_MANAGED) is in
+ * one of the two lists released by silence, oldest first. */
 unsigned beacon_table_release(beacon_table_t *t, apr_time_t now)
 {
-    unsigned released = 0;
-    int i;
+    static const apr_int32_t lists[] = {LIST_IDLE, LIST_LAPSED};
+    unsigned released = 0, k;
+    beacon_record_t *r;
 
-    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
-        beacon_record_t *r = &t->rec[i];
-
-        if (releasable_state(r->state) &&
-            now - r->last_seen > 2 * t->max_skew) {
+    for (k = 0; k < sizeof(lists) / sizeof(lists[0]); k++) {
+        while ((r = oldest(t, lists[k])) != NULL && silent_past_skew(t, r, now)) {
             release(t, r);
             released++;
         }
@@ -241,8 +406,16 @@ unsigned beacon_table_release(beacon_table_t *t, apr_time_t now)
     return released;
 }
 
-static void earliest(apr_time_t *best, apr_time_t candidate)
+static void earliest(apr_time_t *best, const beacon_table_t *t,
+                     apr_int32_t list, apr_interval_time_t after)
 {
+    apr_int32_t i = t->lists[list].head;
+    apr_time_t candidate;
+
+    if (i == NO_INDEX) {
+        return;
+    }
+    candidate = t->rec[i].last_seen + after + 1;
     if (*best == 0 || candidate < *best) {
         *best = candidate;
     }
@@ -251,18 +424,12 @@ static void earliest(apr_time_t *best, apr_time_t candidate)
 apr_time_t beacon_table_next_deadline(const beacon_table_t *t)
 {
     apr_time_t best = 0;
-    int i;
 
-    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
-        const beacon_record_t *r = &t->rec[i];
-
-        if (r->state == BEACON_REC_ACTIVE && t->timeout > 0) {
-            earliest(&best, r->last_seen + t->timeout + 1);
-        }
-        else if (releasable_state(r->state)) {
-            earliest(&best, r->last_seen + 2 * t->max_skew + 1);
-        }
+    if (t->timeout > 0) {
+        earliest(&best, t, LIST_ACTIVE, t->timeout);
     }
+    earliest(&best, t, LIST_IDLE, 2 * t->max_skew);
+    earliest(&best, t, LIST_LAPSED, 2 * t->max_skew);
     return best;
 }
 
@@ -311,7 +478,7 @@ void beacon_table_unlisted(beacon_table_t *t, const char *url)
     beacon_record_t *r = beacon_table_find(t, url);
 
     if (r != NULL) {
-        r->state = BEACON_REC_NEW;
+        restate(r, BEACON_REC_NEW);
         r->backoff = 0;
         r->retry_at = 0;
     }

@@ -57,7 +57,7 @@ beacon_balancer *beacon_balancer_open(apr_pool_t *pconf, server_rec *s,
     t->name = beacon_worker_balancer_name(t->w);
     t->s = s;
     t->slots = beacon_slots_open(pconf, t->w, policy->slots);
-    t->registry = beacon_registry_open(pconf, s, registry_key);
+    t->registry = beacon_registry_open(pconf, s, registry_key, policy->entries);
     if (t->registry == NULL) {
         return NULL;
     }
@@ -540,8 +540,9 @@ int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
     beacon_worker_index(t->w);
     /* one walk of the registry: each member's slot is found by the index
      * the entry keeps */
-    *members = apr_pcalloc(p, sizeof(beacon_member) * BEACON_REGISTRY_SIZE);
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    *members = apr_pcalloc(p, sizeof(beacon_member) *
+                                  beacon_registry_size(t->registry));
+    for (i = 0; i < beacon_registry_size(t->registry); i++) {
         const beacon_entry *e = beacon_registry_entry(t->registry, i);
 
         if (e && strcmp(e->balancer, t->name) == 0 &&
@@ -559,8 +560,8 @@ int beacon_balancer_claims(const beacon_balancer *t, apr_pool_t *p,
     unsigned i;
     int n = 0;
 
-    *claims = apr_palloc(p, sizeof(beacon_claim) * BEACON_REGISTRY_SIZE);
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    *claims = apr_palloc(p, sizeof(beacon_claim) * beacon_registry_size(t->registry));
+    for (i = 0; i < beacon_registry_size(t->registry); i++) {
         const beacon_entry *e = beacon_registry_entry(t->registry, i);
         const char *ctx;
 

@@ -403,7 +403,7 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
     announcement.action = ev.action;
     announcement.ts = ev.dg.ts;
     announcement.attrs = &attrs;
-    announcement.hint = &r->entry_hint[ev.rec - r->table->rec];
+    announcement.hint = &r->entry_hint[beacon_table_index(ev.rec)];
     beacon_balancer_announced(r->target, &announcement, now, scratch, &out);
     report_outcome(r, &ev, &out, now, scratch);
     if (out.claims_changed || out.added == BEACON_ADD_RECYCLED) {
@@ -452,7 +452,7 @@ static void publish(beacon_receiver *r, apr_time_t now)
     }
     r->published = now;
     beacon_status_write_begin(sh);
-    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+    for (i = 0; i < beacon_table_capacity(r->table); i++) {
         const beacon_record_t *rec = &r->table->rec[i];
         beacon_status_record *out;
 
@@ -526,18 +526,19 @@ static void adopt_members(beacon_receiver *r, apr_time_t now, apr_pool_t *p)
 void beacon_members_start(beacon_receiver *r, apr_pool_t *pool,
                           apr_time_t now, apr_pool_t *p)
 {
-    int i;
+    unsigned i, capacity = r->shared->capacity;
 
     r->pool = pool;
-    r->table = apr_palloc(pool, sizeof(*r->table));
-    beacon_table_init(r->table, r->conf->timeout.value, r->conf->max_skew.value);
+    /* the capacity the status memory was made for: the receiver's */
+    r->table = beacon_table_make(pool, capacity, r->conf->timeout.value,
+                                 r->conf->max_skew.value);
     if (r->listener == r) {
         r->inbox = beacon_inbox_make(pool, r->s, r->bind_host, r->bind_port,
                                      r->label, r->sock);
     }
-    r->peer = apr_pcalloc(pool, sizeof(*r->peer) * BEACON_TABLE_CAPACITY);
-    r->entry_hint = apr_palloc(pool, sizeof(*r->entry_hint) * BEACON_TABLE_CAPACITY);
-    for (i = 0; i < BEACON_TABLE_CAPACITY; i++) {
+    r->peer = apr_pcalloc(pool, sizeof(*r->peer) * capacity);
+    r->entry_hint = apr_palloc(pool, sizeof(*r->entry_hint) * capacity);
+    for (i = 0; i < capacity; i++) {
         r->peer[i].pid = r->peer[i].seq = -1;
         r->entry_hint[i] = -1;
     }

@@ -119,7 +119,8 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
     beacon_member_policy policy = {r->conf->timeout.value,
                                    beacon_forget_interval(r->conf),
                                    2 * r->conf->max_skew.value,
-                                   r->conf->member_params, r->bal->slots};
+                                   r->conf->member_params, r->bal->slots,
+                                   beacon_receiver_capacity(r->conf)};
     int restored, forgotten;
 
     r->target = beacon_balancer_open(pconf, r->s, r->bal->name,
@@ -169,7 +170,8 @@ static beacon_receiver *make_lane(apr_pool_t *pconf, beacon_receiver *l, int i)
     else {
         r->service = l->conf->service;
     }
-    r->shared = beacon_shm_create(pconf, r->s, sizeof(*r->shared));
+    r->shared = beacon_status_create(pconf, r->s,
+                                     beacon_receiver_capacity(r->conf));
     l->lanes[i] = r;
     return r->shared ? r : NULL;
 }
@@ -192,6 +194,7 @@ static apr_status_t open_routes(apr_pool_t *pconf, beacon_receiver *l)
         lanes[i].name = bal->name;
         lanes[i].contexts = bal->contexts;
         lanes[i].target = l->lanes[i]->target;
+        lanes[i].entries = beacon_receiver_capacity(l->conf);
     }
     l->routes = beacon_route_table_open(pconf, l->s, l->label, lanes, l->nlanes,
                                    &failed);

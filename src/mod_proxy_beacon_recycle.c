@@ -162,7 +162,7 @@ void beacon_recycle_finish(beacon_workers *ws, const beacon_registry *reg,
     const char *name = beacon_worker_balancer_name(ws);
     unsigned i;
 
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    for (i = 0; i < beacon_registry_size(reg); i++) {
         beacon_entry *e = beacon_registry_entry(reg, i);
 
         if (e && e->state == BEACON_ENTRY_RECYCLING &&
@@ -184,7 +184,7 @@ static beacon_entry *best_slot(const beacon_workers *ws,
     unsigned i;
 
     *ready_at = 0;
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    for (i = 0; i < beacon_registry_size(reg); i++) {
         beacon_slot_view v;
         beacon_slot *slot;
         beacon_entry *e;
@@ -266,7 +266,7 @@ int beacon_recycle_count(const beacon_workers *ws, const beacon_registry *reg,
     if (!beacon_worker_addresses_expire()) {
         return 0;
     }
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    for (i = 0; i < beacon_registry_size(reg); i++) {
         beacon_slot_view v;
         beacon_slot *slot;
         beacon_entry *e;

@@ -28,7 +28,6 @@
  * the size of an entry, which the header fits in. */
 #define HEADER_SLOT 0
 #define FIRST_ENTRY 1
-#define SLOTS (BEACON_REGISTRY_SIZE + FIRST_ENTRY)
 
 /* The contexts each member claims, in a slotmem of their own (one slot per
  * entry, by index) rather than in the entry: version 4's layout, and so
@@ -50,7 +49,15 @@ struct beacon_registry {
     ap_slotmem_instance_t *slots;
     ap_slotmem_instance_t *claims; /* claims_slot by entry index */
     const char *key;               /* the receiver's, for log lines */
+    unsigned entries;              /* beacon_registry_size */
 };
+
+/* What a persisted file of another size held (its slots' bytes), to be
+ * carried into the registry made in its place. */
+typedef struct {
+    unsigned num;                  /* slots; 0: nothing to carry */
+    const char *data;              /* slot i at data + i x size */
+} carried_slots;
 
 /* ------------------------------------------------------------------ */
 /* The persisted file                                                  */
@@ -75,63 +82,78 @@ static apr_size_t persisted_data_size(apr_size_t size, unsigned num)
     return APR_ALIGN_DEFAULT(sizeof(unsigned int)) + size * num + num;
 }
 
-/* NULL when the file at path of num slots of size bytes may be restored
- * (or is absent), else why not. */
-static const char *persisted_flaw(apr_pool_t *p, const char *path,
-                                  apr_size_t size, unsigned num)
+/* The slots of size bytes a file of whole bytes holds, or 0 when no
+ * number of them makes that size. */
+static unsigned persisted_num(apr_size_t size, apr_off_t whole)
 {
-    apr_size_t data = persisted_data_size(size, num);
-    apr_size_t whole = data + APR_MD5_DIGESTSIZE +
+    apr_size_t fixed = APR_ALIGN_DEFAULT(sizeof(unsigned int)) +
+                       APR_MD5_DIGESTSIZE +
                        APR_ALIGN_DEFAULT(sizeof(persisted_desc));
+
+    if (whole <= (apr_off_t)fixed ||
+        ((apr_size_t)whole - fixed) % (size + 1) != 0) {
+        return 0;
+    }
+    return (unsigned)(((apr_size_t)whole - fixed) / (size + 1));
+}
+
+/* NULL when the file at path of slots of size bytes may be read (or is
+ * absent, *found = 0), else why not; *found is the number of slots it
+ * holds, *data their bytes. */
+static const char *persisted_flaw(apr_pool_t *p, const char *path,
+                                  apr_size_t size, unsigned *found,
+                                  const char **data)
+{
     unsigned char digest[APR_MD5_DIGESTSIZE];
     persisted_desc desc;
+    apr_size_t whole, used;
     apr_finfo_t finfo;
     apr_file_t *f;
     char *buf;
+    unsigned num;
 
+    *found = 0;
     if (apr_stat(&finfo, path, APR_FINFO_SIZE | APR_FINFO_TYPE, p) != APR_SUCCESS) {
         return NULL;
     }
     if (finfo.filetype != APR_REG) {
         return "not a regular file";
     }
-    if ((apr_size_t)finfo.size != whole) {
-        return apr_psprintf(p, "%" APR_OFF_T_FMT " bytes where this release "
-                            "writes %" APR_SIZE_T_FMT, finfo.size, whole);
+    if ((num = persisted_num(size, finfo.size)) == 0) {
+        return apr_psprintf(p, "%" APR_OFF_T_FMT " bytes, which no number "
+                            "of entries of this release makes", finfo.size);
     }
+    whole = (apr_size_t)finfo.size;
+    used = persisted_data_size(size, num);
     buf = apr_palloc(p, whole);
     if (apr_file_open(&f, path, APR_READ | APR_BINARY, 0, p) != APR_SUCCESS ||
         apr_file_read_full(f, buf, whole, NULL) != APR_SUCCESS) {
         return "unreadable";
     }
     apr_file_close(f);
-    apr_md5(digest, buf, data);
-    if (memcmp(digest, buf + data, sizeof(digest)) != 0) {
+    apr_md5(digest, buf, used);
+    if (memcmp(digest, buf + used, sizeof(digest)) != 0) {
         return "its digest does not match its contents";
     }
     /* copied out: it follows a byte per slot, at any alignment */
-    memcpy(&desc, buf + data + APR_MD5_DIGESTSIZE, sizeof(desc));
+    memcpy(&desc, buf + used + APR_MD5_DIGESTSIZE, sizeof(desc));
     if (desc.size != size || desc.num != num) {
         return "it describes another layout";
     }
+    *found = num;
+    *data = buf + APR_ALIGN_DEFAULT(sizeof(unsigned int));
     return NULL;
 }
 
 /* Renames a persisted file that must not be restored, so that the
  * operator can look at it and the server starts with an empty registry. */
-static void set_aside_if_unsound(apr_pool_t *p, server_rec *s, const char *path,
-                                 apr_size_t size, unsigned num)
+static void set_aside(apr_pool_t *p, server_rec *s, const char *path,
+                      const char *flaw)
 {
-    const char *flaw = persisted_flaw(p, path, size, num);
-    const char *aside;
-    apr_status_t rv;
+    const char *aside = apr_psprintf(p, "%s.bad-%" APR_TIME_T_FMT, path,
+                                     apr_time_sec(apr_time_now()));
+    apr_status_t rv = apr_file_rename(path, aside, p);
 
-    if (flaw == NULL) {
-        return;
-    }
-    aside = apr_psprintf(p, "%s.bad-%" APR_TIME_T_FMT, path,
-                         apr_time_sec(apr_time_now()));
-    rv = apr_file_rename(path, aside, p);
     ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, BCNLOGNO(00085)
                  "the persisted member registry %s is unsound (%s): %s; "
                  "members join again with their next announcement", path,
@@ -139,6 +161,33 @@ static void set_aside_if_unsound(apr_pool_t *p, server_rec *s, const char *path,
                            ? apr_pstrcat(p, "set aside as ", aside, NULL)
                            : "cannot set it aside, it is ignored");
     if (rv != APR_SUCCESS) {
+        apr_file_remove(path, p);
+    }
+}
+
+/*
+ * Before the slotmem of num slots at path is made: a file that is not
+ * whole is set aside; a sound one of another number of slots (slots=
+ * changed) is read into *carried and removed, because mod_slotmem_shm
+ * would restore the part of it that fits (or nothing) without a word.
+ * Its contents then live in memory, and the slotmem writes the new file
+ * at the next stop as it always does.
+ */
+static void take_persisted(apr_pool_t *p, server_rec *s, const char *path,
+                           apr_size_t size, unsigned num,
+                           carried_slots *carried)
+{
+    const char *data = NULL;
+    unsigned found;
+    const char *flaw = persisted_flaw(p, path, size, &found, &data);
+
+    carried->num = 0;
+    if (flaw != NULL) {
+        set_aside(p, s, path, flaw);
+    }
+    else if (found != 0 && found != num) {
+        carried->num = found;
+        carried->data = data;
         apr_file_remove(path, p);
     }
 }
@@ -178,18 +227,20 @@ static const char *registry_name(apr_pool_t *p, const char *key)
 }
 
 /* The persisted slotmem name of num slots of size bytes, its file set
- * aside first when it is not whole and kept private after; NULL (logged)
- * when shared memory cannot be had. */
+ * aside first when it is not whole, or taken into *carried when it is of
+ * another number of slots, and kept private after; NULL (logged) when
+ * shared memory cannot be had. */
 static ap_slotmem_instance_t *open_slots(beacon_registry *reg, apr_pool_t *pconf,
                                          server_rec *s, const char *name,
-                                         apr_size_t size, unsigned num)
+                                         apr_size_t size, unsigned num,
+                                         carried_slots *carried)
 {
     const char *path = ap_runtime_dir_relative(
         pconf, apr_pstrcat(pconf, PERSIST_PREFIX, name, PERSIST_SUFFIX, NULL));
     ap_slotmem_instance_t *slots = NULL;
     apr_status_t rv;
 
-    set_aside_if_unsound(pconf, s, path, size, num);
+    take_persisted(pconf, s, path, size, num, carried);
     rv = reg->storage->create(&slots, name, size, num,
                               AP_SLOTMEM_TYPE_PREGRAB | AP_SLOTMEM_TYPE_PERSIST,
                               pconf);
@@ -205,20 +256,35 @@ static ap_slotmem_instance_t *open_slots(beacon_registry *reg, apr_pool_t *pconf
     return slots;
 }
 
+static void carry(const beacon_registry *reg, server_rec *s,
+                  const carried_slots *entries, const carried_slots *claims);
+
 beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
-                                      const char *key)
+                                      const char *key, unsigned entries)
 {
     beacon_registry *reg = apr_pcalloc(pconf, sizeof(*reg));
     const char *name = registry_name(pconf, key);
+    carried_slots old_entries, old_claims;
 
     reg->key = key;
+    reg->entries = entries;
     /* check_config made sure mod_slotmem_shm is loaded */
     reg->storage = ap_lookup_provider(AP_SLOTMEM_PROVIDER_GROUP, "shm",
                                       AP_SLOTMEM_PROVIDER_VERSION);
-    reg->slots = open_slots(reg, pconf, s, name, sizeof(beacon_entry), SLOTS);
+    reg->slots = open_slots(reg, pconf, s, name, sizeof(beacon_entry),
+                            entries + FIRST_ENTRY, &old_entries);
     reg->claims = open_slots(reg, pconf, s, apr_pstrcat(pconf, name, "-ctx", NULL),
-                             sizeof(claims_slot), BEACON_REGISTRY_SIZE);
-    return reg->slots && reg->claims ? reg : NULL;
+                             sizeof(claims_slot), entries, &old_claims);
+    if (reg->slots == NULL || reg->claims == NULL) {
+        return NULL;
+    }
+    carry(reg, s, &old_entries, &old_claims);
+    return reg;
+}
+
+unsigned beacon_registry_size(const beacon_registry *reg)
+{
+    return reg->entries;
 }
 
 /* ------------------------------------------------------------------ */
@@ -316,14 +382,14 @@ beacon_entry *beacon_registry_find_hinted(const beacon_registry *reg,
 {
     unsigned i;
 
-    if (*hint >= 0 && *hint < BEACON_REGISTRY_SIZE) {
+    if (*hint >= 0 && (unsigned)*hint < reg->entries) {
         beacon_entry *e = beacon_registry_entry(reg, (unsigned)*hint);
 
         if (e && names_member(e, balancer, url)) {
             return e;
         }
     }
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    for (i = 0; i < reg->entries; i++) {
         beacon_entry *e = beacon_registry_entry(reg, i);
 
         if (e && names_member(e, balancer, url)) {
@@ -340,7 +406,7 @@ beacon_entry *beacon_registry_find_mark(const beacon_registry *reg,
 {
     unsigned i;
 
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    for (i = 0; i < reg->entries; i++) {
         beacon_entry *e = beacon_registry_entry(reg, i);
 
         if (e && e->state == BEACON_ENTRY_MARK && names(e, balancer, url)) {
@@ -354,7 +420,7 @@ static beacon_entry *free_entry(const beacon_registry *reg)
 {
     unsigned i;
 
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    for (i = 0; i < reg->entries; i++) {
         beacon_entry *e = slot_at(reg, i);
 
         if (e && e->magic != MARK_IN_USE) {
@@ -370,7 +436,7 @@ static beacon_entry *oldest_mark(const beacon_registry *reg)
     beacon_entry *oldest = NULL;
     unsigned i;
 
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    for (i = 0; i < reg->entries; i++) {
         beacon_entry *e = beacon_registry_entry(reg, i);
 
         if (e && e->state == BEACON_ENTRY_MARK &&
@@ -440,7 +506,7 @@ unsigned beacon_registry_damaged(const beacon_registry *reg)
 {
     unsigned i, n = 0;
 
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    for (i = 0; i < reg->entries; i++) {
         beacon_entry *e = slot_at(reg, i);
 
         if (e) {
@@ -461,7 +527,7 @@ static claims_slot *claims_at(const beacon_registry *reg, unsigned i)
 {
     void *p = NULL;
 
-    if (i >= BEACON_REGISTRY_SIZE ||
+    if (i >= reg->entries ||
         reg->storage->dptr(reg->claims, i, &p) != APR_SUCCESS) {
         return NULL;
     }
@@ -499,4 +565,83 @@ int beacon_registry_claim(const beacon_registry *reg, unsigned i,
     c->len = (apr_uint32_t)len;
     c->magic = MARK_CLAIMS;
     return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Carrying a registry of another size                                 */
+
+/* Entry i of a carried file (slot i + FIRST_ENTRY), copied out and
+ * upgraded into *e; whether it is sound. */
+static int carried_entry(const carried_slots *old, unsigned i, beacon_entry *e)
+{
+    memcpy(e, old->data + (apr_size_t)(i + FIRST_ENTRY) * sizeof(*e),
+           sizeof(*e));
+    upgrade(e);
+    return is_sound(e);
+}
+
+/* Copies the sound entries of old of one kind (members, or replay marks)
+ * into the free entries from *next on, each with its claims; counts what
+ * did not fit in *dropped. */
+static void carry_kind(const beacon_registry *reg, const carried_slots *old,
+                       const carried_slots *claims, int marks,
+                       unsigned *next, unsigned *dropped)
+{
+    beacon_entry e;
+    unsigned i;
+
+    for (i = 0; i + FIRST_ENTRY < old->num; i++) {
+        claims_slot *c;
+
+        if (!carried_entry(old, i, &e) || (e.state == BEACON_ENTRY_MARK) != marks) {
+            continue;
+        }
+        if (*next >= reg->entries) {
+            (*dropped)++;
+            continue;
+        }
+        memcpy(slot_at(reg, *next), &e, sizeof(e));
+        if (i < claims->num && (c = claims_at(reg, *next)) != NULL) {
+            memcpy(c, claims->data + (apr_size_t)i * sizeof(*c), sizeof(*c));
+        }
+        (*next)++;
+    }
+}
+
+/*
+ * After slots= changed, the persisted registry has another number of
+ * entries: its sound entries (and their claims) go into the new one,
+ * members first, then replay marks, as many as fit; the header too. A
+ * claims file of another size beside an entries file of this one (a
+ * half-written pair) gives its claims back by index.
+ */
+static void carry(const beacon_registry *reg, server_rec *s,
+                  const carried_slots *entries, const carried_slots *claims)
+{
+    unsigned next = 0, dropped = 0, i;
+    claims_slot *c;
+
+    if (entries->num == 0) {
+        for (i = 0; i < claims->num && i < reg->entries; i++) {
+            if ((c = claims_at(reg, i)) != NULL) {
+                memcpy(c, claims->data + (apr_size_t)i * sizeof(*c), sizeof(*c));
+            }
+        }
+        return;
+    }
+    memcpy(raw_slot(reg, HEADER_SLOT), entries->data,
+           sizeof(beacon_registry_header));
+    carry_kind(reg, entries, claims, 0, &next, &dropped);
+    carry_kind(reg, entries, claims, 1, &next, &dropped);
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, BCNLOGNO(00170)
+                 "member registry of %s: carried %u entries from a registry "
+                 "of %u entries to one of %u (slots= changed)", reg->key,
+                 next, entries->num - FIRST_ENTRY, reg->entries);
+    if (dropped > 0) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00171)
+                     "member registry of %s: %u entries did not fit in %u "
+                     "and were dropped (members are kept first, then replay "
+                     "marks); those members join again with their next "
+                     "announcement", reg->key, dropped, reg->entries);
+    }
 }

@@ -26,8 +26,6 @@
 #define BEACON_SLOT_SCHEME_SIZE 16    /* its hcexpr */
 #define BEACON_BALANCER_NAME_SIZE 96  /* "balancer://name" */
 
-#define BEACON_REGISTRY_SIZE BEACON_TABLE_CAPACITY /* entries */
-
 /* A member's claimed contexts as ctx= carries them, with the NUL. */
 #define BEACON_CLAIMS_SIZE (BEACON_CTX_MAX_PATHS * (BEACON_CTX_PATH_MAX + 1))
 
@@ -90,19 +88,24 @@ typedef struct {
 typedef struct beacon_registry beacon_registry;
 
 /*
- * In post_config: the registry of the receiver whose identity is key (its
- * virtual host and bind address), found again under the same name after a
- * restart. A persisted file that is not whole (cut, or its digest wrong)
- * is set aside first, logged. NULL (logged) when shared memory cannot be
- * had.
+ * In post_config: the registry of entries entries (the receiver's
+ * capacity) of the receiver whose identity is key (its virtual host and
+ * bind address), found again under the same name after a restart. A
+ * persisted file that is not whole (cut, or its digest wrong) is set
+ * aside first, logged; a sound one of another number of entries (slots=
+ * changed) is carried into the new registry, logged. NULL (logged) when
+ * shared memory cannot be had.
  */
 beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
-                                      const char *key);
+                                      const char *key, unsigned entries);
+
+/* The entries the registry holds. */
+unsigned beacon_registry_size(const beacon_registry *reg);
 
 /* The header, made new when it is missing or of another layout. */
 beacon_registry_header *beacon_registry_header_of(const beacon_registry *reg);
 
-/* Entry i (0 to BEACON_REGISTRY_SIZE - 1) when it is in use and sound
+/* Entry i (0 to beacon_registry_size - 1) when it is in use and sound
  * (this layout, its strings terminated), else NULL. */
 beacon_entry *beacon_registry_entry(const beacon_registry *reg, unsigned i);
 

@@ -64,7 +64,7 @@ static beacon_entry *next_member(const beacon_workers *ws,
                                  const beacon_registry *reg, unsigned *i,
                                  beacon_slot **slot)
 {
-    while (*i < BEACON_REGISTRY_SIZE) {
+    while (*i < beacon_registry_size(reg)) {
         beacon_entry *e = beacon_registry_entry(reg, (*i)++);
 
         if (e && in_balancer(ws, e) && e->state == BEACON_ENTRY_MEMBER &&
@@ -105,7 +105,7 @@ int beacon_restore_keep(const beacon_workers *ws, const beacon_registry *reg,
                          apr_time_sec(now - e->last_heard));
         }
     }
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    for (i = 0; i < beacon_registry_size(reg); i++) {
         if ((e = beacon_registry_entry(reg, i)) != NULL && in_balancer(ws, e) &&
             is_stale_mark(policy, e, now)) {
             beacon_registry_forget(e);
@@ -237,7 +237,7 @@ int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
     int restored = 0;
 
     *forgotten = 0;
-    for (i = 0; i < BEACON_REGISTRY_SIZE; i++) {
+    for (i = 0; i < beacon_registry_size(reg); i++) {
         beacon_entry *e = beacon_registry_entry(reg, i);
 
         if (e == NULL) {

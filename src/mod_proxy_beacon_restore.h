@@ -22,6 +22,7 @@ typedef struct {
     apr_interval_time_t replay_span; /* 2 x MaxSkew: a replay mark's life */
     const beacon_member_params *params; /* ProxyBeaconMemberParams */
     int slots;                    /* slots=: member slots reserved */
+    unsigned entries;             /* the registry's: the receiver's capacity */
 } beacon_member_policy;
 
 /*

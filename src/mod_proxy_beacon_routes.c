@@ -26,7 +26,7 @@ struct beacon_route_table {
  * can claim. */
 static unsigned lane_bound(const beacon_route_lane *lane)
 {
-    unsigned claims = BEACON_REGISTRY_SIZE * BEACON_CTX_MAX_PATHS, i;
+    unsigned claims = lane->entries * BEACON_CTX_MAX_PATHS, i;
 
     for (i = 0; i < lane->contexts->n; i++) {
         if (lane->contexts->entry[i].delegation) {

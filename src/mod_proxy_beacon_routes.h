@@ -21,6 +21,7 @@ typedef struct {
     const char *name;                  /* bare balancer name */
     const beacon_allow_t *contexts;    /* contexts=; NULL: it routes none */
     const beacon_balancer *target;
+    unsigned entries;                  /* its registry's: bounds its claims */
 } beacon_route_lane;
 
 /*

@@ -43,6 +43,18 @@ void *beacon_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size)
     return base;
 }
 
+beacon_receiver_status *beacon_status_create(apr_pool_t *pconf, server_rec *s,
+                                             unsigned capacity)
+{
+    beacon_receiver_status *sh = beacon_shm_create(
+        pconf, s, sizeof(*sh) + sizeof(sh->rec[0]) * (apr_size_t)capacity);
+
+    if (sh) {
+        sh->capacity = capacity;
+    }
+    return sh;
+}
+
 void beacon_status_write_begin(beacon_receiver_status *sh)
 {
     apr_atomic_inc32(&sh->generation);
@@ -65,7 +77,7 @@ unsigned beacon_status_read(const beacon_receiver_status *sh,
         apr_uint32_t before = apr_atomic_read32(generation);
         unsigned n = sh->nrecords;
 
-        if (before & 1 || n > BEACON_TABLE_CAPACITY) {
+        if (before & 1 || n > sh->capacity) {
             apr_sleep(100);
             continue;
         }

@@ -54,12 +54,13 @@ typedef struct {
 
 typedef struct {
     volatile apr_uint32_t generation; /* odd while the owner writes rec[] */
+    apr_uint32_t capacity;            /* of rec[]: the receiver's capacity */
     apr_uint32_t nrecords;
     apr_int64_t owner_pid;            /* 0 until a child owns the receiver */
     apr_int32_t listening;
     apr_uint64_t dropped[BEACON_DROP_COUNT];
     apr_uint64_t events[BEACON_EV_COUNT];
-    beacon_status_record rec[BEACON_TABLE_CAPACITY];
+    beacon_status_record rec[];       /* capacity of them */
 } beacon_receiver_status;
 
 typedef struct {
@@ -71,6 +72,10 @@ typedef struct {
 /* Zeroed anonymous shared memory of size bytes, or NULL (logged). */
 void *beacon_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size);
 
+/* A receiver's status memory, for capacity records; NULL (logged). */
+beacon_receiver_status *beacon_status_create(apr_pool_t *pconf, server_rec *s,
+                                             unsigned capacity);
+
 /*
  * The records go out under a sequence lock: the owner is the only writer
  * and never waits for a reader; a reader that sees an odd or changed
@@ -79,7 +84,8 @@ void *beacon_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size);
 void beacon_status_write_begin(beacon_receiver_status *sh);
 void beacon_status_write_end(beacon_receiver_status *sh, apr_uint32_t nrecords);
 
-/* A consistent copy of the owner's records; returns how many. */
+/* A consistent copy of the owner's records (copy holds sh->capacity);
+ * returns how many. */
 unsigned beacon_status_read(const beacon_receiver_status *sh,
                             beacon_status_record *copy);
 

@@ -229,7 +229,7 @@ static void print_receiver_json(request_rec *r, const beacon_shown_receiver *sr)
     ap_rprintf(r, ", \"timeout\": %.3f, \"max_skew\": %.3f, \"records\": %u, "
                "\"capacity\": %d, \"owner_pid\": %" APR_INT64_T_FMT
                ", \"listening\": %s", beacon_seconds(v->conf->timeout.value),
-               beacon_seconds(v->conf->max_skew.value), sr->nrows, BEACON_TABLE_CAPACITY,
+               beacon_seconds(v->conf->max_skew.value), sr->nrows, v->shared->capacity,
                v->shared->owner_pid, v->shared->listening ? "true" : "false");
     if (sr->growth_used >= 0) {
         ap_rprintf(r, ", \"growth\": {\"used\": %d, \"free\": %d, "

@@ -194,7 +194,7 @@ static void print_receiver_facts(request_rec *r, const beacon_shown_receiver *sr
                c->timeout.value ? human_duration(r->pool, beacon_seconds(c->timeout.value))
                                 : "none (add-only)",
                human_duration(r->pool, beacon_seconds(c->max_skew.value)),
-               sr->nrows, BEACON_TABLE_CAPACITY);
+               sr->nrows, sr->v->shared->capacity);
     if (sr->growth_used >= 0) {
         ap_rprintf(r, "<dt>growth slots</dt><dd>%d used, %d free, %d "
                    "recyclable now</dd>", sr->growth_used, sr->growth_free,

@@ -43,7 +43,7 @@ double beacon_seconds(apr_interval_time_t t)
 static void derive(beacon_shown_receiver *out, const beacon_receiver_view *v,
                    int with_flags, apr_pool_t *p, apr_time_t now)
 {
-    beacon_status_record *copy = apr_palloc(p, sizeof(*copy) * BEACON_TABLE_CAPACITY);
+    beacon_status_record *copy = apr_palloc(p, sizeof(*copy) * v->shared->capacity);
     unsigned i;
 
     memset(out, 0, sizeof(*out));

@@ -471,7 +471,7 @@ static void draining_and_standby_renew_the_lease(void **state)
 {
     static const char *const states[] = {"draining", "standby"};
     beacon_ring_t *r = three_services();
-    beacon_table_t *t = malloc(sizeof *t);
+    beacon_table_t *t = malloc(beacon_table_size(BEACON_TABLE_CAPACITY));
     beacon_event_t ev;
     char body[256];
     size_t i;
@@ -483,7 +483,7 @@ static void draining_and_standby_renew_the_lease(void **state)
         apr_int64_t ts = NOW;
         unsigned cursor = 0;
 
-        beacon_table_init(t, 10 * SEC, SKEW);
+        beacon_table_init(t, BEACON_TABLE_CAPACITY, 10 * SEC, SKEW);
 #define ANNOUNCE(st)                                                          \
     (snprintf(body, sizeof body,                                              \
               "BEACON url=http://10.0.0.8:8080 ts=%" APR_INT64_T_FMT          \
@@ -513,12 +513,12 @@ static void draining_and_standby_renew_the_lease(void **state)
 static void receive_verified_takes_a_heartbeat_and_canonicalizes(void **state)
 {
     beacon_ring_t *r = three_services();
-    beacon_table_t *t = malloc(sizeof *t);
+    beacon_table_t *t = malloc(beacon_table_size(BEACON_TABLE_CAPACITY));
     beacon_event_t ev;
 
     (void)state;
     assert_non_null(t);
-    beacon_table_init(t, 10 * SEC, SKEW);
+    beacon_table_init(t, BEACON_TABLE_CAPACITY, 10 * SEC, SKEW);
     beacon_table_set_service(t, "other"); /* the ring decided: not checked */
     assert_reason_equal(receive(t, r, "BEACON ts=" TS " svc=cart", NOW, &ev),
                         BEACON_OK, "heartbeat");

@@ -39,18 +39,19 @@
     } while (0)
 
 /*
- * Tables are large (the whole fixed array), so they live on the heap; a
- * failed assertion leaves the test early, so the teardown frees them.
+ * Tables are large (the whole array of records), so they live on the
+ * heap; a failed assertion leaves the test early, so the teardown frees
+ * them.
  */
 static beacon_table_t *tables[8];
 
-static beacon_table_t *alloc_table(void)
+static beacon_table_t *alloc_sized(unsigned capacity)
 {
     size_t i;
 
     for (i = 0; i < ARRAY_LEN(tables); i++) {
         if (tables[i] == NULL) {
-            tables[i] = malloc(sizeof *tables[i]);
+            tables[i] = malloc(beacon_table_size(capacity));
             assert_non_null(tables[i]);
             return tables[i];
         }
@@ -71,16 +72,32 @@ static int free_tables(void **state)
     return 0;
 }
 
+static void assert_deadline_near(const beacon_table_t *t, apr_time_t at,
+                                 const char *what);
+
+static beacon_table_t *alloc_table(void)
+{
+    return alloc_sized(BEACON_TABLE_CAPACITY);
+}
+
+static beacon_table_t *new_sized(unsigned capacity,
+                                 apr_interval_time_t timeout,
+                                 apr_interval_time_t max_skew)
+{
+    beacon_table_t *t = alloc_sized(capacity);
+
+    /* Garbage first: init must not rely on zeroed memory. */
+    memset(t, 0xa5, beacon_table_size(capacity));
+    beacon_table_init(t, capacity, timeout, max_skew);
+    assert_int_equal(t->count, 0);
+    assert_int_equal(beacon_table_capacity(t), capacity);
+    return t;
+}
+
 static beacon_table_t *new_table(apr_interval_time_t timeout,
                                  apr_interval_time_t max_skew)
 {
-    beacon_table_t *t = alloc_table();
-
-    /* Garbage first: init must not rely on zeroed memory. */
-    memset(t, 0xa5, sizeof *t);
-    beacon_table_init(t, timeout, max_skew);
-    assert_int_equal(t->count, 0);
-    return t;
+    return new_sized(BEACON_TABLE_CAPACITY, timeout, max_skew);
 }
 
 /*
@@ -311,6 +328,160 @@ static void the_table_holds_256_urls_and_a_release_makes_room(void **state)
              "the 258th url");
 }
 
+/* Sizes: linear in the capacity, buckets a power of two of at least twice
+ * it; 0 (refused) for none or more than the maximum. */
+static void a_table_is_sized_from_its_capacity(void **state)
+{
+    static const unsigned caps[] = {1, 2, 255, BEACON_TABLE_CAPACITY, 257,
+                                    5000 + BEACON_TABLE_CAPACITY,
+                                    BEACON_TABLE_MAX_CAPACITY};
+    apr_size_t header = beacon_table_size(1) - sizeof(beacon_record_t) -
+                        2 * sizeof(apr_int32_t);
+    size_t i;
+
+    (void)state;
+    assert_int_equal(beacon_table_size(0), 0);
+    assert_int_equal(beacon_table_size(BEACON_TABLE_MAX_CAPACITY + 1), 0);
+    assert_int_equal(beacon_table_size(~0u), 0);
+    for (i = 0; i < ARRAY_LEN(caps); i++) {
+        unsigned c = caps[i];
+        beacon_table_t *t = new_sized(c, TIMEOUT, SKEW);
+        apr_size_t size = beacon_table_size(c);
+
+        print_message("capacity %u: %lu bytes, %u buckets\n", c,
+                      (unsigned long)size, (unsigned)t->nbuckets);
+        assert_true((t->nbuckets & (t->nbuckets - 1)) == 0);
+        assert_true(t->nbuckets >= 2 * c && t->nbuckets < 4 * c + 2);
+        /* the records and the buckets, nothing more per record */
+        assert_int_equal(size, header + c * sizeof(beacon_record_t) +
+                                   t->nbuckets * sizeof(apr_int32_t));
+        assert_true(size <= header + c * (sizeof(beacon_record_t) +
+                                          4 * sizeof(apr_int32_t)));
+        free_tables(NULL);
+    }
+    /* one more record is one record's bytes while the buckets suffice */
+    assert_int_equal(beacon_table_size(300) - beacon_table_size(299),
+                     sizeof(beacon_record_t));
+    assert_null(beacon_table_make(NULL, 0, TIMEOUT, SKEW));
+    assert_null(beacon_table_make(NULL, BEACON_TABLE_MAX_CAPACITY + 1,
+                                  TIMEOUT, SKEW));
+}
+
+/* A table holds exactly its capacity, at one record and at 5,256. */
+static void a_table_is_full_at_exactly_its_capacity(void **state)
+{
+    static const unsigned caps[] = {1, 5000 + BEACON_TABLE_CAPACITY};
+    char url[64];
+    size_t k;
+
+    (void)state;
+    for (k = 0; k < ARRAY_LEN(caps); k++) {
+        unsigned c = caps[k], i;
+        beacon_table_t *t = new_sized(c, 0, SKEW);
+
+        fill(t, c, N);
+        assert_int_equal(t->count, c);
+        for (i = 0; i < c; i++) {
+            member_url(url, sizeof url, i);
+            assert_non_null(beacon_table_find(t, url));
+            assert_int_equal(beacon_table_index(beacon_table_find(t, url)) < c,
+                             1);
+        }
+        member_url(url, sizeof url, c);
+        announce(t, url, 1, 0, N, BEACON_DROP_TABLE_FULL, 0, "one too many");
+        assert_int_equal(beacon_table_adopt(t, url, 0, 0, N),
+                         BEACON_DROP_TABLE_FULL);
+        assert_int_equal(beacon_table_remember(t, url, 1, N),
+                         BEACON_DROP_TABLE_FULL);
+
+        /* the last one leaves and is released: its slot takes the next */
+        member_url(url, sizeof url, c - 1);
+        announce(t, url, 2, 1, N, BEACON_OK, BEACON_ACT_DISABLE, "leaves");
+        assert_int_equal(beacon_table_release(t, N + 2 * SKEW + 1), 1);
+        member_url(url, sizeof url, c);
+        announce(t, url, 1, 0, N + 2 * SKEW + 1, BEACON_OK, BEACON_ACT_ADD,
+                 "in the freed slot");
+        assert_int_equal(t->count, c);
+        free_tables(NULL);
+    }
+}
+
+/*
+ * The housekeeping reads the records in use, oldest first, not every
+ * slot: the free slots of a table of 5,256 are made to look like members
+ * long overdue, and a table that scanned would lapse or wake for them.
+ */
+static void housekeeping_reads_only_the_oldest_records(void **state)
+{
+    beacon_table_t *t = new_sized(5000 + BEACON_TABLE_CAPACITY, TIMEOUT, SKEW);
+    beacon_record_t *first;
+    unsigned cursor = 0, i;
+
+    (void)state;
+    first = member(t, "http://first", 1, N);
+    for (i = 0; i < 20; i++) {
+        char url[64];
+
+        member_url(url, sizeof url, i);
+        member(t, url, 1, N + SEC);
+    }
+    announce(t, "http://idle", 1, 0, N + SEC, BEACON_OK, BEACON_ACT_ADD,
+                    "never added");
+    for (i = 0; i < beacon_table_capacity(t); i++) {
+        beacon_record_t *r = &t->rec[i];
+
+        if (r->state == BEACON_REC_FREE) {
+            r->state = BEACON_REC_ACTIVE; /* a scan would see a member */
+            r->last_seen = 1;
+        }
+    }
+    assert_deadline_near(t, N + TIMEOUT, "the oldest member's lease");
+    assert_null(beacon_table_next_lapsed(t, N + TIMEOUT, &cursor));
+    assert_int_equal(beacon_table_release(t, N + SEC + 2 * SKEW), 0);
+    assert_true(beacon_table_next_lapsed(t, N + TIMEOUT + 1, &cursor) == first);
+    assert_null(beacon_table_next_lapsed(t, N + TIMEOUT + 1, &cursor));
+    assert_int_equal(t->count, 22);
+}
+
+/*
+ * The next deadline follows renewals in any order, a clock stepped back
+ * and a mark remembered from long ago: always the earliest record's.
+ */
+static void next_deadline_follows_renewals_in_any_order(void **state)
+{
+    beacon_table_t *t = new_table(TIMEOUT, SKEW);
+    beacon_record_t *rec[8];
+    apr_time_t now = N;
+    unsigned i, round;
+    char url[64];
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(rec); i++) {
+        member_url(url, sizeof url, i);
+        rec[i] = member(t, url, 1, now + i * SEC / 8);
+    }
+    /* round robin: the renewed one is always the earliest */
+    for (round = 1; round <= 3; round++) {
+        for (i = 0; i < ARRAY_LEN(rec); i++) {
+            now = N + round * SEC + i * SEC / 8;
+            announce(t, rec[i]->url, 1 + round, 0, now, BEACON_OK,
+                     BEACON_ACT_RENEW, "renewal");
+            assert_deadline_near(t, rec[(i + 1) % ARRAY_LEN(rec)]->last_seen +
+                                        TIMEOUT, "the next one's lease");
+        }
+    }
+    /* the clock steps back 5 s: the record renewed then is due first */
+    announce(t, rec[4]->url, 10, 0, now - 5 * SEC, BEACON_OK, BEACON_ACT_RENEW,
+             "renewed at a clock stepped back");
+    assert_deadline_near(t, now - 5 * SEC + TIMEOUT, "the stepped one");
+    /* a mark from a minute ago is released before any lease lapses */
+    beacon_table_remember(t, "http://old", 5, now - 2 * SKEW);
+    assert_deadline_near(t, now, "the old mark");
+    assert_int_equal(beacon_table_release(t, now + 1), 1);
+    assert_null(beacon_table_find(t, "http://old"));
+    assert_deadline_near(t, now - 5 * SEC + TIMEOUT, "the stepped one again");
+}
+
 /*
  * Releasing records from the middle of hash chains keeps every other
  * record findable, and freed slots are reused: a mixed table of PENDING,
@@ -392,8 +563,8 @@ static void a_copied_table_works_on_its_own(void **state)
 
     (void)state;
     fill(t, 40, N);
-    memcpy(copy, t, sizeof *t);
-    memset(t, 0xa5, sizeof *t); /* the original is gone */
+    memcpy(copy, t, beacon_table_size(BEACON_TABLE_CAPACITY));
+    memset(t, 0xa5, beacon_table_size(BEACON_TABLE_CAPACITY)); /* gone */
 
     member_url(url, sizeof url, 17);
     rec = beacon_table_find(copy, url);
@@ -1302,6 +1473,10 @@ int main(void)
         cmocka_unit_test_teardown(first_announcement_adds_and_later_ones_renew, free_tables),
         cmocka_unit_test_teardown(failed_adds_back_off_doubling_up_to_the_cap, free_tables),
         cmocka_unit_test_teardown(the_table_holds_256_urls_and_a_release_makes_room, free_tables),
+        cmocka_unit_test_teardown(a_table_is_sized_from_its_capacity, free_tables),
+        cmocka_unit_test_teardown(a_table_is_full_at_exactly_its_capacity, free_tables),
+        cmocka_unit_test_teardown(housekeeping_reads_only_the_oldest_records, free_tables),
+        cmocka_unit_test_teardown(next_deadline_follows_renewals_in_any_order, free_tables),
         cmocka_unit_test_teardown(release_keeps_the_rest_findable_and_slots_reusable, free_tables),
         cmocka_unit_test_teardown(a_copied_table_works_on_its_own, free_tables),
         cmocka_unit_test_teardown(timeout_zero_never_lapses, free_tables),

@@ -551,7 +551,7 @@ static void a_stamped_sender_survives_its_clock_stepping_back(void **state)
 {
     static const apr_time_t sender_clock[] = {NOW, NOW + SEC, NOW - 4 * SEC,
                                               NOW - 3 * SEC, NOW + 2 * SEC};
-    beacon_table_t *t = malloc(sizeof *t);
+    beacon_table_t *t = malloc(beacon_table_size(BEACON_TABLE_CAPACITY));
     beacon_key_t k = spec_hex_key();
     beacon_announcement_t a = {"http://10.0.0.5:8080", "web-1", 4242, -1, -1,
                                NULL, NULL, NULL, NULL, NULL};
@@ -561,7 +561,7 @@ static void a_stamped_sender_survives_its_clock_stepping_back(void **state)
 
     (void)state;
     assert_non_null(t);
-    beacon_table_init(t, 10 * SEC, SKEW);
+    beacon_table_init(t, BEACON_TABLE_CAPACITY, 10 * SEC, SKEW);
     for (i = 0; i < ARRAY_LEN(sender_clock); i++) {
         beacon_event_t ev;
         int n;
@@ -791,7 +791,7 @@ static void verify_accepts_every_spec_vector_under_its_key_only(void **state)
  */
 static void receive_treats_v1_1_vectors_as_their_v1_selves(void **state)
 {
-    beacon_table_t *t = malloc(sizeof *t);
+    beacon_table_t *t = malloc(beacon_table_size(BEACON_TABLE_CAPACITY));
     size_t i;
 
     (void)state;
@@ -801,7 +801,7 @@ static void receive_treats_v1_1_vectors_as_their_v1_selves(void **state)
         int leaving = strstr(v->dg, " state=leaving ") != NULL;
         beacon_event_t ev;
 
-        beacon_table_init(t, 10 * SEC, SKEW);
+        beacon_table_init(t, BEACON_TABLE_CAPACITY, 10 * SEC, SKEW);
         assert_reason_equal(beacon_receive(t, &v->key, v->dg, v->len, v->ts,
                                            &ev),
                             BEACON_OK, v->dg);
@@ -954,7 +954,7 @@ static void drop_row(beacon_table_t *t, const char *service,
     got = beacon_verify(g.buf, dg->len, &k, NOW, SKEW, &out);
     assert_reason_equal(got, is_receive_step(want) ? BEACON_OK : want, name);
     check_bad_field(&out, got, g.buf, dg->len, name);
-    beacon_table_init(t, 10 * SEC, SKEW);
+    beacon_table_init(t, BEACON_TABLE_CAPACITY, 10 * SEC, SKEW);
     beacon_table_set_service(t, service);
     memset(&ev, 0xa5, sizeof ev);
     got = beacon_receive(t, &k, g.buf, dg->len, NOW, &ev);
@@ -992,7 +992,7 @@ static void check_drop_file(const char *file, const char *const *cols,
                             const beacon_reason_t *expected, size_t n)
 {
     vec_table_t rows = load_vectors(file, cols, min_rows);
-    beacon_table_t *t = malloc(sizeof *t);
+    beacon_table_t *t = malloc(beacon_table_size(BEACON_TABLE_CAPACITY));
     unsigned seen[BEACON_REASON_COUNT] = {0};
     size_t i;
 
