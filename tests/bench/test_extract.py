@@ -383,7 +383,7 @@ def test_routed_lines(fixture_text):
 # ---- scale: the status views and balancer-manager's XML -----------------------------
 
 def test_status_views_list_every_member(fixture_text):
-    """The 10-member proxy of a --quick run: each view lists the 10."""
+    """The 10-member proxy of a full run: each view lists the 10."""
     assert ex.html_members(fixture_text("scale", "status-html-10.txt")) == 10
     assert ex.json_members(fixture_text("scale", "status-json-10.txt")) == 10
     assert ex.metrics_members(fixture_text("scale", "status-metrics-10.txt")) == 10
@@ -402,16 +402,17 @@ def test_status_views_without_their_members_are_broken(fixture_text):
 
 
 def test_manager_members_in_rotation(fixture_text):
-    """An excerpt of a 240-member proxy with slots=1024 after its join
-    trials: 3 members in rotation, 2 trial members that left and a
-    reserved slot's placeholder, out of rotation (Init Dis)."""
+    """An excerpt of the 1,000-member proxy (slots=1024) of a full run,
+    restored after its join trials: 3 members in rotation, 2 trial members
+    that left and a free reserved slot's placeholder, out of rotation
+    (Init Dis)."""
     text = fixture_text("scale", "manager.xml")
     workers = ex.manager_members(text)
     assert len(workers) == 6
-    assert workers["http://127.0.100.1:42951"] == {"Init", "Ok"}
-    assert workers["http://127.0.99.5:42951"] == workers["http://slot-1024.beacon.invalid"] \
+    assert workers["http://127.0.100.1:33625"] == {"Init", "Ok"}
+    assert workers["http://127.0.99.20:33625"] == workers["http://slot-1024.beacon.invalid"] \
         == {"Init", "Dis"}
-    assert ex.in_rotation(workers, list(workers) + ["http://127.0.100.9:42951"]) == 3
+    assert ex.in_rotation(workers, list(workers) + ["http://127.0.100.9:33625"]) == 3
     empty = re.sub(r"<httpd:worker>.*?</httpd:worker>", "", text, flags=re.S)
     assert ex.manager_members(empty) == {}
 
