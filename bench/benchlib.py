@@ -671,3 +671,11 @@ def tool_version(cmd, pattern):
         return None
 
 
+
+
+def closed_to(port):
+    """Sockets in time-wait whose peer port is port (extract.closed_to)."""
+    out = subprocess.run(["ss", "-tnH", "state", "time-wait"], capture_output=True,
+                         text=True, timeout=10).stdout
+    record("ss-time-wait.txt", out)
+    return ex.closed_to(out, port)

@@ -454,3 +454,19 @@ def in_rotation(workers, urls):
     manager_members())."""
     return sum(1 for u in urls if u in workers and "Ok" in workers[u]
                and "Dis" not in workers[u])
+
+
+def closed_to(ss_text, port):
+    """How many sockets of `ss -tnH state time-wait` output have peer port
+    `port`: connections to it that this side closed (the proxy closing a
+    backend connection; a backend's own close leaves its time-wait on
+    the backend's side). Broken by a row that is not ss's."""
+    n = 0
+    for line in ss_text.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        if len(f) < 4 or ":" not in f[-1]:
+            raise Broken(f"ss printed a row without a peer address: {line[:80]!r}")
+        n += f[-1].rsplit(":", 1)[1] == str(port)
+    return n

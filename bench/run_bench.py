@@ -2227,10 +2227,12 @@ def scale_throughput(ctx, rig):
     for r in range(rounds):
         for label in (list(pair) if r % 2 == 0 else list(reversed(list(pair)))):
             log(f"scale: round {r + 1}/{rounds} {label}")
-            before = children_cpu(pair[label])
+            before, closed = children_cpu(pair[label]), bl.closed_to(rig.site.ports[0])
             res = bl.run_wrk(pair[label].port, secs, 2, 32)
             res["cpu_us"] = ctx.figure("scale", ex.us_per_request, before,
                                        children_cpu(pair[label]), res["requests"])
+            # the other proxy is idle meanwhile: the closes are this one's
+            res["closed"] = bl.closed_to(rig.site.ports[0]) - closed
             res.pop("raw")
             runs[label].append(res)
     rig.renewing()
@@ -2263,6 +2265,10 @@ def scale_throughput_lines(ctx, runs, rounds, secs):
                  if cpu_med["beacon"] and cpu_med["static"] else None)
     lines.append(f"   {'announced/static':34}{ratio:>8.3f} (per round {rng(paired, '.3f')})"
                  .ljust(93) + f"{fmt(cpu_ratio, '.3f'):>9} (CPU, the receiver's included)")
+    closed = {k: 1e3 * sum(x.get("closed", 0) for x in v) / sum(x["requests"] for x in v)
+              for k, v in runs.items()}
+    lines.append(f"   backend connections the proxy closed per 1,000 requests (time-wait on its "
+                 f"side): static {closed['static']:.1f}, announced {closed['beacon']:.1f}")
     ctx.goal("scale", f"req/s {SCALE_MANY:,} announced / {SCALE_MANY:,} static members >= "
              f"{SCALE_RATIO_GOAL}",
              ratio >= SCALE_RATIO_GOAL, f"{ratio:.3f} (rounds {rng(paired, '.3f')}; "

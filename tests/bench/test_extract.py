@@ -424,6 +424,17 @@ def test_manager_without_the_balancer_is_broken(fixture_text):
         ex.manager_members(fixture_text("scale", "status-json-10.txt"))
 
 
+def test_closed_to(fixture_text):
+    """ss's time-wait rows: the one whose peer is port 34301 (a proxy's
+    closed connection to the scale backend); the others' peers differ."""
+    text = fixture_text("scale", "ss-time-wait.txt")
+    assert ex.closed_to(text, 34301) == 1
+    assert ex.closed_to(text, 36241) == 0
+    assert ex.closed_to("", 34301) == 0
+    with pytest.raises(Broken, match="without a peer address"):
+        ex.closed_to("State Recv-Q\n", 34301)
+
+
 # ---- log lines no quick run writes: their regexes against the C source -------------
 
 def source_message(tag):

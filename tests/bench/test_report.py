@@ -118,8 +118,8 @@ def test_services_ratio_met_missed_and_broken(ctx):
 
 
 def wrk_runs(*rps, cpu_us=None):
-    return [{"rps": r, "p99": 10.0, "non2xx": 0, "socket_errors": 0, "cpu_us": cpu_us}
-            for r in rps]
+    return [{"rps": r, "p99": 10.0, "non2xx": 0, "socket_errors": 0, "cpu_us": cpu_us,
+             "requests": 10 * int(r)} for r in rps]
 
 
 def test_routing_ratio_and_join_met_missed_and_broken(ctx):
@@ -154,7 +154,8 @@ def test_scale_ratio_and_join_met_and_missed(ctx):
     lines = rb.scale_throughput_lines(ctx, {"static": wrk_runs(1000, 1100, 1050, cpu_us=80.0),
                                             "beacon": wrk_runs(1040, 1000, 1060, cpu_us=84.0)},
                                       3, 10)
-    assert "0.990 (per round" in lines[-1] and "1.050 (CPU" in lines[-1]
+    assert "0.990 (per round" in lines[-2] and "1.050 (CPU" in lines[-2]
+    assert lines[-1].endswith("static 0.0, announced 0.0")
     rb.scale_throughput_lines(ctx, {"static": wrk_runs(1000), "beacon": wrk_runs(970)}, 1, 2)
     few = [0.001, 0.002, 0.004]
     rb.scale_join_goal(ctx, {1000: {"join": [0.0015, 0.0028, 0.0056]}, 10: {"join": few}}, 3)
