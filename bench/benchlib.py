@@ -673,9 +673,10 @@ def tool_version(cmd, pattern):
 
 
 
-def closed_to(port):
-    """Sockets in time-wait whose peer port is port (extract.closed_to)."""
-    out = subprocess.run(["ss", "-tnH", "state", "time-wait"], capture_output=True,
+def closed_to(port, within):
+    """Connections to port this side closed in the last within seconds
+    (extract.closed_to, from ss's time-wait sockets and their timers)."""
+    out = subprocess.run(["ss", "-tnoH", "state", "time-wait"], capture_output=True,
                          text=True, timeout=10).stdout
     record("ss-time-wait.txt", out)
-    return ex.closed_to(out, port)
+    return ex.closed_to(out, port, within)

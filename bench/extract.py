@@ -456,17 +456,26 @@ def in_rotation(workers, urls):
                and "Dis" not in workers[u])
 
 
-def closed_to(ss_text, port):
-    """How many sockets of `ss -tnH state time-wait` output have peer port
-    `port`: connections to it that this side closed (the proxy closing a
-    backend connection; a backend's own close leaves its time-wait on
-    the backend's side). Broken by a row that is not ss's."""
+TIME_WAIT_S = 60  # Linux's TCP_TIMEWAIT_LEN: a closed socket's stay in time-wait
+_TIMER_UNITS = {"ms": 1e-3, "sec": 1.0, "min": 60.0}
+
+
+def closed_to(ss_text, port, within):
+    """How many rows of `ss -tnoH state time-wait` have peer port `port`
+    and entered time-wait in the last `within` seconds (their timer shows
+    more than TIME_WAIT_S - within left): connections to port that this
+    side closed meanwhile (the proxy closing a backend connection; a
+    backend's own close leaves its time-wait on the backend's side).
+    Broken by a row without a peer address or a timewait timer."""
     n = 0
     for line in ss_text.splitlines():
         f = line.split()
         if not f:
             continue
-        if len(f) < 4 or ":" not in f[-1]:
-            raise Broken(f"ss printed a row without a peer address: {line[:80]!r}")
-        n += f[-1].rsplit(":", 1)[1] == str(port)
+        # an expiring one shows no time: "timer:(timewait,,0)"
+        m = re.search(r"timer:\(timewait,(?:([\d.]+)(ms|sec|min))?,", line)
+        if len(f) < 4 or ":" not in f[3] or not m:
+            raise Broken(f"ss printed a row without a peer address or timer: {line[:80]!r}")
+        left = float(m.group(1)) * _TIMER_UNITS[m.group(2)] if m.group(1) else 0.0
+        n += f[3].rsplit(":", 1)[1] == str(port) and left > TIME_WAIT_S - within
     return n

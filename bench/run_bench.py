@@ -2227,12 +2227,12 @@ def scale_throughput(ctx, rig):
     for r in range(rounds):
         for label in (list(pair) if r % 2 == 0 else list(reversed(list(pair)))):
             log(f"scale: round {r + 1}/{rounds} {label}")
-            before, closed = children_cpu(pair[label]), bl.closed_to(rig.site.ports[0])
+            before, t0 = children_cpu(pair[label]), time.monotonic()
             res = bl.run_wrk(pair[label].port, secs, 2, 32)
             res["cpu_us"] = ctx.figure("scale", ex.us_per_request, before,
                                        children_cpu(pair[label]), res["requests"])
             # the other proxy is idle meanwhile: the closes are this one's
-            res["closed"] = bl.closed_to(rig.site.ports[0]) - closed
+            res["closed"] = bl.closed_to(rig.site.ports[0], time.monotonic() - t0)
             res.pop("raw")
             runs[label].append(res)
     rig.renewing()

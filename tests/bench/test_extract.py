@@ -425,14 +425,19 @@ def test_manager_without_the_balancer_is_broken(fixture_text):
 
 
 def test_closed_to(fixture_text):
-    """ss's time-wait rows: the one whose peer is port 34301 (a proxy's
-    closed connection to the scale backend); the others' peers differ."""
+    """ss's time-wait rows with their timers: the rows whose peer is port
+    38045 (a proxy's closed connections to the scale backend), counted
+    when they entered time-wait within the window."""
     text = fixture_text("scale", "ss-time-wait.txt")
-    assert ex.closed_to(text, 34301) == 1
-    assert ex.closed_to(text, 36241) == 0
-    assert ex.closed_to("", 34301) == 0
-    with pytest.raises(Broken, match="without a peer address"):
-        ex.closed_to("State Recv-Q\n", 34301)
+    rows = [l for l in text.splitlines() if l.split()[3].endswith(":38045")]
+    left = sorted(int(m.group(1)) for l in rows if (m := re.search(r"timewait,(\d+)sec", l)))
+    assert len(rows) == len(left) + 1  # and one expiring: "timewait,,0"
+    assert ex.closed_to(text, 38045, 60) == len(left) > 0
+    assert ex.closed_to(text, 38045, 60 - left[0]) == len(left) - left.count(left[0])
+    assert ex.closed_to(text, 38045, 0) == 0
+    assert ex.closed_to("", 38045, 10) == 0
+    with pytest.raises(Broken, match="without a peer address or timer"):
+        ex.closed_to("0 0 127.0.0.1:1 127.0.0.1:38045\n", 38045, 10)
 
 
 # ---- log lines no quick run writes: their regexes against the C source -------------
