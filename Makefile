@@ -103,16 +103,17 @@ check-sanitize: deps
 	$(CMAKE) --build $(ASAN_BUILD) --parallel $(JOBS)
 	$(CTEST) --test-dir $(ASAN_BUILD) $(CTEST_ARGS)
 
-# End-to-end benchmarks, about 11 minutes (bench/run_bench.py): the request
+# End-to-end benchmarks, about 14 minutes (bench/run_bench.py): the request
 # path through the proxy (wrk), the receiver under a datagram flood
 # (build/bench_flood), join and eviction latency against HAProxy, memory
-# and CPU, and build/bench_datagram. They report and never fail on a missed
-# goal. wrk and haproxy are checked for, never installed here (`make deps
-# BENCH=1` does, as root); the recipe checks again for `make check bench`,
+# and CPU, build/bench_datagram, and 1,000 members in one balancer. They
+# report and never fail on a missed goal. wrk and haproxy are checked for,
+# never installed here (`make deps BENCH=1` does, as root); the recipe
+# checks again for `make check bench`,
 # where deps installed only the base packages.
 # The table goes to stdout and bench/results/latest.txt (raw figures:
 # latest.json), each through a temporary file so a failed run keeps the
-# last result. BENCH_ARGS=--quick is a smoke run of about a minute;
+# last result. BENCH_ARGS=--quick is a smoke run of about two minutes;
 # BENCH_ARGS="--only control,library" picks sections.
 BENCH_ARGS ?=
 bench: build module

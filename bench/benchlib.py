@@ -106,12 +106,20 @@ BIG_MPM = ("StartServers 2\nServerLimit 4\nThreadsPerChild 64\nMaxRequestWorkers
 class Site(Httpd):
     """A static backend: one apache2 (event MPM), one vhost per port, each
     serving /f, a 100-byte file naming the vhost. No access log. mpm: MPM
-    directives instead of the defaults (SMALL_MPM, BIG_MPM)."""
+    directives instead of the defaults (SMALL_MPM, BIG_MPM). addresses:
+    one loopback address per name instead, all on one port (a vhost per
+    address: distinct origins 127.0.x.y:PORT of one server)."""
 
-    def __init__(self, workdir, names, mpm=""):
+    def __init__(self, workdir, names, mpm="", addresses=None):
         self.names = list(names)
         self.mpm_config = mpm
-        self.ports = [free_port() for _ in self.names]
+        if addresses:
+            self.addrs = list(addresses)
+            self.ports = [free_port()] * len(self.names)
+        else:
+            self.addrs = ["127.0.0.1"] * len(self.names)
+            self.ports = [free_port() for _ in self.names]
+        assert len(self.addrs) == len(self.names)
         super().__init__(workdir=workdir, port=self.ports[0], module=None)
         for name in self.names:
             d = self.dir / "htdocs" / name
@@ -121,7 +129,17 @@ class Site(Httpd):
         os.chmod(self.dir / "htdocs", 0o755)
 
     def member_url(self, i):
-        return f"http://127.0.0.1:{self.ports[i]}"
+        return f"http://{self.addrs[i]}:{self.ports[i]}"
+
+    def _answers_http(self):
+        """Readiness: the first vhost's listener answers (Httpd's probe
+        connects to 127.0.0.1, which a site on other addresses lacks)."""
+        try:
+            with socket.create_connection((self.addrs[0], self.ports[0]), timeout=2) as s:
+                s.sendall(b"OPTIONS * HTTP/1.0\r\n\r\n")
+                return s.recv(16).startswith(b"HTTP/")
+        except OSError:
+            return False
 
     def add_file(self, path):
         """Serve the 100-byte file at path too (e.g. /hot/app/f), on
@@ -147,9 +165,11 @@ class Site(Httpd):
             "LogLevel warn", KEEPALIVE.rstrip("\n"), self.mpm_config,
             f"<Directory {d}/htdocs>\n    Require all granted\n</Directory>",
         ]
-        for name, port in zip(self.names, self.ports):
-            lines += [f"Listen 127.0.0.1:{port}",
-                      f"<VirtualHost 127.0.0.1:{port}>\n"
+        # a vhost without ServerName costs a reverse DNS lookup of its
+        # address at start: seconds each for 127.0.100.x
+        for name, addr, port in zip(self.names, self.addrs, self.ports):
+            lines += [f"Listen {addr}:{port}",
+                      f"<VirtualHost {addr}:{port}>\n    ServerName {addr}\n"
                       f"    DocumentRoot {d}/htdocs/{name}\n</VirtualHost>"]
         return "\n".join(l for l in lines if l) + "\n"
 
@@ -166,7 +186,7 @@ class Site(Httpd):
     def listening(self):
         """True while the first port accepts connections."""
         try:
-            with socket.create_connection(("127.0.0.1", self.ports[0]), timeout=1):
+            with socket.create_connection((self.addrs[0], self.ports[0]), timeout=1):
                 return True
         except OSError:
             return False
@@ -214,16 +234,18 @@ class Proxy(Httpd):
     more receiver directives (ProxyBeaconMaxSkew, ...). status_page=True adds
     /beacon-status (the module's handler; beacon_status() reads its ?json).
     services=N: the receiver feeds N balancers instead of cluster, one per
-    service (service_names(N), balancer://sNN, each its own key)."""
+    service (service_names(N), balancer://sNN, each its own key). slots=N:
+    cluster reserves N member slots (ProxyBeaconBalancer cluster slots=N)."""
 
     def __init__(self, workdir, module=None, members=(), growth=4, receiver=None,
                  loglevel=None, extra="", receiver_extra="", status_page=False,
-                 services=0):
+                 services=0, slots=0):
         tail = ""
         names = service_names(services)
         if receiver:
+            cluster = f"cluster slots={slots}" if slots else "cluster"
             tail = receiver_config(receiver[0], timeout=receiver[1],
-                                   balancer=None if names else "cluster",
+                                   balancer=None if names else cluster,
                                    extra=services_config(names) + receiver_extra)
         if status_page:
             tail = STATUS_PAGE + tail
@@ -388,9 +410,10 @@ class Poller:
     """GET path (/f) on one keep-alive connection, as fast as Python allows
     (about 0.2-0.5 ms a round trip through a local proxy)."""
 
-    def __init__(self, port, path=FILE_PATH):
+    def __init__(self, port, path=FILE_PATH, headers=()):
         self.port = port
-        self.request_bytes = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+        extra = "".join(f"{h}\r\n" for h in headers)
+        self.request_bytes = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\n".encode()
         self.sock = None
         self.buf = b""
         self.last_rtt = None
@@ -648,3 +671,12 @@ def tool_version(cmd, pattern):
         return None
 
 
+
+
+def closed_to(port, within):
+    """Connections to port this side closed in the last within seconds
+    (extract.closed_to, from ss's time-wait sockets and their timers)."""
+    out = subprocess.run(["ss", "-tnoH", "state", "time-wait"], capture_output=True,
+                         text=True, timeout=10).stdout
+    record("ss-time-wait.txt", out)
+    return ex.closed_to(out, port, within)

@@ -15,6 +15,7 @@ missed its goal (MISSED), and the table says BROKEN.
 import datetime
 import json
 import re
+import xml.etree.ElementTree as ET
 
 
 class Broken(Exception):
@@ -403,3 +404,78 @@ def fan_rate(first, lasts):
     rate = (int(last["seq"]) - int(f0["seq"])) / span if span > 0 else None
     return {"announcements": int(last["seq"]) + 1, "span_s": span,
             "announcements_per_s": rate}
+
+
+# ---- scale: the status views and balancer-manager at 1,000 members ----------------
+
+MANAGER_NS = "{http://httpd.apache.org}"  # balancer-manager's XML elements
+MEMBER_ROW = '<tr data-state="'  # one per member in the status page's table
+
+
+def html_members(body):
+    """How many member rows /beacon-status (HTML) lists; Broken without its
+    members table (not the status page)."""
+    if '<table class="members">' not in body:
+        raise Broken("/beacon-status has no members table")
+    return body.count(MEMBER_ROW)
+
+
+def metrics_members(body):
+    """How many beacon_member_info samples /beacon-status?metrics has, one
+    per member; Broken without the family."""
+    if "# TYPE beacon_member_info " not in body:
+        raise Broken("/beacon-status?metrics has no beacon_member_info family")
+    return len(re.findall(r"^beacon_member_info\{", body, re.M))
+
+
+def json_members(body):
+    """How many members the first receiver of /beacon-status?json lists."""
+    return len(receiver_status(body)["members"])
+
+
+def manager_members(xml_text, balancer="cluster"):
+    """{worker name: set of status flags} of balancer://NAME in
+    balancer-manager's ?xml=1 view; Broken when it is not XML or lists no
+    such balancer."""
+    try:
+        root = ET.fromstring(xml_text)
+    except ET.ParseError as e:
+        raise Broken(f"balancer-manager?xml=1 is not XML: {e}") from None
+    for b in root.iter(MANAGER_NS + "balancer"):
+        if b.findtext(MANAGER_NS + "name") == f"balancer://{balancer}":
+            return {w.findtext(MANAGER_NS + "name"):
+                    set((w.findtext(MANAGER_NS + "status") or "").split())
+                    for w in b.iter(MANAGER_NS + "worker")}
+    raise Broken(f"balancer-manager?xml=1 lists no balancer://{balancer}")
+
+
+def in_rotation(workers, urls):
+    """How many of urls are workers that are Ok and not disabled (of
+    manager_members())."""
+    return sum(1 for u in urls if u in workers and "Ok" in workers[u]
+               and "Dis" not in workers[u])
+
+
+TIME_WAIT_S = 60  # Linux's TCP_TIMEWAIT_LEN: a closed socket's stay in time-wait
+_TIMER_UNITS = {"ms": 1e-3, "sec": 1.0, "min": 60.0}
+
+
+def closed_to(ss_text, port, within):
+    """How many rows of `ss -tnoH state time-wait` have peer port `port`
+    and entered time-wait in the last `within` seconds (their timer shows
+    more than TIME_WAIT_S - within left): connections to port that this
+    side closed meanwhile (the proxy closing a backend connection; a
+    backend's own close leaves its time-wait on the backend's side).
+    Broken by a row without a peer address or a timewait timer."""
+    n = 0
+    for line in ss_text.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        # an expiring one shows no time: "timer:(timewait,,0)"
+        m = re.search(r"timer:\(timewait,(?:([\d.]+)(ms|sec|min))?,", line)
+        if len(f) < 4 or ":" not in f[3] or not m:
+            raise Broken(f"ss printed a row without a peer address or timer: {line[:80]!r}")
+        left = float(m.group(1)) * _TIMER_UNITS[m.group(2)] if m.group(1) else 0.0
+        n += f[3].rsplit(":", 1)[1] == str(port) and left > TIME_WAIT_S - within
+    return n

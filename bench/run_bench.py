@@ -30,6 +30,10 @@ Sections (all by default, --only picks some):
                members through a static ProxyPass, with 10 and 1,000 contexts
                in the route table; a new context's datagram -> its first
                routed response
+  scale        1,000 members in one balancer (ProxyBeaconBalancer slots=) vs
+               1,000 static BalancerMembers on the same backends: req/s, a
+               join at 1,000 members vs at 10, receiver CPU, the status
+               views, memory per member, restore after a restart
 
 Benchmarks report, they never fail: a missed goal is marked MISSED in the
 table and the exit status is still 0. A measurement that found no data (a
@@ -43,14 +47,15 @@ bench/results/latest.txt (raw figures: latest.json), each written to a
 temporary file first so a crashed run keeps the last result.
 
 Everything runs on the loopback (127.0.0.1; fan-out also 127.0.1.x and
-127.0.2.x), every wait is a bounded poll, and only the processes started
-here are stopped, by pid. --quick (about a minute and a half) is a smoke
+127.0.2.x, scale 127.0.99.x-127.0.103.x), every wait is a bounded poll, and only the processes started
+here are stopped, by pid. --quick (about two minutes) is a smoke
 run: too short for figures worth quoting.
 """
 
 import argparse
 import collections
 import contextlib
+import http.client
 import json
 import re
 import selectors
@@ -72,7 +77,7 @@ from extract import Broken  # noqa: E402
 import private_hosts  # noqa: E402  (tests/integration, on benchlib's path)
 
 SECTIONS = ("library", "request", "control", "convergence", "footprint", "churn",
-            "fanout", "services", "routing")
+            "fanout", "services", "routing", "scale")
 
 
 class Skip(Exception):
@@ -2039,6 +2044,17 @@ def routing_throughput_lines(ctx, runs):
     return lines
 
 
+def latency_row(title, xs):
+    """A table row of seconds xs: n, p50 and p99 in ms, their range; xs
+    None (the extraction found nothing) says BROKEN, [] none."""
+    if xs is None:
+        return f"   {title:34} BROKEN (see the goals)"
+    if not xs:
+        return f"   {title:34} none"
+    return (f"   {title:34}{len(xs):>4}{1e3 * bl.pct(xs, 50):>9.2f}"
+            f"{1e3 * bl.pct(xs, 99):>9.2f}   ({rng(xs, '.2f', 1e3)})")
+
+
 def routing_join_lines(ctx, join, trials):
     lines = [f"   a new context, {trials} trials per proxy: hot's member claims /hot/nK "
              "(replacing /hot/n(K-1)) -> first 200 from a member",
@@ -2049,13 +2065,7 @@ def routing_join_lines(ctx, join, trials):
         r = join[n]
         for title, xs in ((f"{n:,} contexts: datagram -> routed", r["join"]),
                           ("  datagram -> BCN00146 (log time)", r["routed_log"])):
-            if xs is None:
-                lines.append(f"   {title:34} BROKEN (see the goals)")
-            elif not xs:
-                lines.append(f"   {title:34} none")
-            else:
-                lines.append(f"   {title:34}{len(xs):>4}{1e3 * bl.pct(xs, 50):>9.2f}"
-                             f"{1e3 * bl.pct(xs, 99):>9.2f}   ({rng(xs, '.2f', 1e3)})")
+            lines.append(latency_row(title, xs))
         if r["failures"]:
             lines.append(f"   failures: {len(r['failures'])}, e.g. {r['failures'][0]}")
         j = r["join"]
@@ -2067,6 +2077,453 @@ def routing_join_lines(ctx, join, trials):
              f"{1e3 * ROUTING_JOIN_GOAL:g} ms", met,
              "; ".join(detail) + "; mod_proxy_cluster with its cache: 0.6 s (issue 24, "
              "not measured here)")
+    return lines
+
+
+# ---- 10. scale ---------------------------------------------------------------------
+
+# One balancer of 1,000 members: static BalancerMembers (proxy A) against
+# announced ones in reserved slots (proxy B, ProxyBeaconBalancer slots=),
+# the same backends; and the same proxies with 10 members, for the figures
+# that must not grow with the balancer (join, CPU per renewal, memory).
+SCALE_MANY, SCALE_FEW = 1000, 10
+SCALE_SLOTS = 1024          # the 1,000 members and the join trials' urls
+SCALE_TIMEOUT = "10"        # ProxyBeaconTimeout: outlives a restart's restore
+SCALE_RATIO_GOAL = 0.98     # req/s announced/static
+SCALE_JOIN_GOAL = 1.5       # join p50 and p99 at 1,000 members <= 1.5 x at 10
+# A join is seen when the new member answers: its announcement names a
+# route, and the trial's client sends it in this sticky-session cookie
+# (httpd falls back to any member while no member has the route).
+STICKY = "ROUTEID"
+# The backend behind 1,000 members of four proxies: each proxy child keeps
+# an idle keep-alive connection to every member it used, thousands in all.
+# The event MPM holds an idle one without a thread, up to ThreadsPerChild +
+# AsyncRequestWorkerFactor x idle threads per child (about 6,000 here: a
+# proxy child with 1,000 members holds 1,000, and a proxy runs 3-5 children).
+SCALE_MPM = ("StartServers 4\nServerLimit 4\nThreadsPerChild 64\nMaxRequestWorkers 256\n"
+             "MinSpareThreads 64\nMaxSpareThreads 256\nAsyncRequestWorkerFactor 100\n"
+             "ListenBacklog 1024")
+# The proxies: 4 children of 25 threads from the start, always (the
+# defaults start 3 and add some under wrk, and a child more or less moved
+# the memory per member by 50 KiB).
+SCALE_PROXY_MPM = ("StartServers 4\nServerLimit 4\nThreadsPerChild 25\nMaxRequestWorkers 100\n"
+                   "MinSpareThreads 25\nMaxSpareThreads 100\n")
+
+
+def scale_addresses(n, third):
+    """n loopback addresses, 127.0.<third>.1-250, then <third + 1>, ..."""
+    return [f"127.0.{third + i // 250}.{1 + i % 250}" for i in range(n)]
+
+
+class Renewer(bl.ChildProcess):
+    """bench_flood in the background: valid announcements of urls in turn,
+    len(urls) a second (each url renewed every second), one datagram per
+    sendmmsg, as independent senders' arrive. Stopped by its own Popen."""
+
+    def __init__(self, ctx, port, urls, name):
+        self.urls_file = ctx.dir / f"{name}-urls.txt"
+        self.urls_file.write_text("\n".join(urls) + "\n")
+        self.cmd = [ctx.flood, "--port", str(port), "--mode", "valid", "--urls-file",
+                    str(self.urls_file), "--rate", str(len(urls)), "--batch", "1",
+                    "--seconds", "600"]
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        return self
+
+
+class ScaleRig:
+    """The section's servers: the backend (one port on 1,000 + trial
+    addresses), proxies static-1000, static-10, beacon-1000 and beacon-10,
+    each beacon proxy's Renewer and its Sender for the trials."""
+
+    def __init__(self, ctx):
+        if not ctx.flood:
+            raise Skip(ctx.flood_error or "no flood sender")
+        self.ctx = ctx
+        self.trials = 5 if ctx.quick else 20
+        self.join_addrs = scale_addresses(self.trials, 99)
+        addrs = scale_addresses(SCALE_MANY, 100)
+        self.site = ctx.track(bl.Site(ctx.dir / "scale-site", addrs + self.join_addrs,
+                                      mpm=SCALE_MPM, addresses=addrs + self.join_addrs))
+        self.site.start(timeout=30)
+        self.urls = [self.site.member_url(i) for i in range(SCALE_MANY)]
+        self.join_urls = [self.site.member_url(SCALE_MANY + k) for k in range(self.trials)]
+        self.sizes = (SCALE_MANY, SCALE_FEW)
+        self.static = {n: self.proxy(f"scale-static-{n}", members=self.urls[:n])
+                       for n in self.sizes}
+        self.beacon, self.renewers, self.senders, self.fill = {}, {}, {}, {}
+        for n in self.sizes:
+            udp = bl.free_port()
+            self.beacon[n] = self.proxy(f"scale-beacon-{n}", module=ctx.module,
+                                        receiver=(udp, SCALE_TIMEOUT), status_page=True,
+                                        slots=SCALE_SLOTS)
+            self.senders[n] = bl.Sender(udp)
+            self.renewers[n] = ctx.track(Renewer(ctx, udp, self.urls[:n], f"scale-{n}"))
+        for n in self.sizes:
+            t0 = time.monotonic()
+            self.renewers[n].start()
+            self.fill[n] = self.wait_rotation(n, t0, 20, "the sender started")
+
+    def proxy(self, name, **kw):
+        p = bl.Proxy(self.ctx.dir / name, extra=SCALE_PROXY_MPM, **kw)
+        p.proxy_config += f"ProxySet balancer://cluster stickysession={STICKY}\n"
+        self.ctx.track(p)
+        return p.start_receiver(timeout=30) if kw.get("receiver") else p.start(timeout=30)
+
+    def in_rotation(self, proxy, urls):
+        """How many of urls balancer-manager lists Ok and enabled."""
+        status, body = proxy.get("/balancer-manager?xml=1",
+                                 {"Referer": f"{proxy.url}/balancer-manager"})
+        if status != 200:
+            return 0
+        bl.record("manager.xml", body)
+        return ex.in_rotation(ex.manager_members(body), urls)
+
+    def wait_rotation(self, n, t0, timeout, what):
+        """(first, all): seconds from t0 until the first and until all n
+        members of beacon-n are in rotation (balancer-manager polled every
+        20 ms; a refused or dropped request while it restarts is polled
+        again). All at once at the end says a tick, one by one a walk."""
+        urls, seen, first = self.urls[:n], [0], []
+
+        def ok():
+            try:
+                seen[0] = self.in_rotation(self.beacon[n], urls)
+            except (OSError, http.client.HTTPException):
+                return False
+            if seen[0] and not first:
+                first.append(time.monotonic() - t0)
+            return seen[0] == n
+        try:
+            bl.wait_for(ok, timeout, what, interval=0.02)
+        except AssertionError:
+            raise RuntimeError(f"beacon-{n}: {seen[0]} of {n} members in rotation "
+                               f"{timeout} s after {what}") from None
+        return first[0], time.monotonic() - t0
+
+    def renewing(self):
+        """Raises if a Renewer exited (its members would be evicted)."""
+        for n, r in self.renewers.items():
+            if r.proc and r.proc.poll() is not None:
+                raise RuntimeError(f"bench_flood renewing beacon-{n} exited "
+                                   f"{r.proc.returncode}: {r.proc.stderr.read()[:200]!r}")
+
+    def close(self):
+        for s in self.senders.values():
+            s.close()
+
+
+def scale_throughput(ctx, rig):
+    """wrk through static-1000 and beacon-1000, alternating."""
+    rounds, secs = (1, 2) if ctx.quick else (5, 10)
+    warm = 1 if ctx.quick else 3
+    pair = {"static": rig.static[SCALE_MANY], "beacon": rig.beacon[SCALE_MANY]}
+    for p in pair.values():
+        bl.run_wrk(p.port, warm, 2, 32)  # every child opens its backend connections
+    runs = {k: [] for k in pair}
+    for r in range(rounds):
+        for label in (list(pair) if r % 2 == 0 else list(reversed(list(pair)))):
+            log(f"scale: round {r + 1}/{rounds} {label}")
+            before, t0 = children_cpu(pair[label]), time.monotonic()
+            res = bl.run_wrk(pair[label].port, secs, 2, 32)
+            res["cpu_us"] = ctx.figure("scale", ex.us_per_request, before,
+                                       children_cpu(pair[label]), res["requests"])
+            # the other proxy is idle meanwhile: the closes are this one's
+            res["closed"] = bl.closed_to(rig.site.ports[0], time.monotonic() - t0)
+            res.pop("raw")
+            runs[label].append(res)
+    rig.renewing()
+    ctx.raw.setdefault("scale", {})["throughput"] = runs
+    return scale_throughput_lines(ctx, runs, rounds, secs)
+
+
+def scale_throughput_lines(ctx, runs, rounds, secs):
+    """The rows of runs {static, beacon: [wrk figures]} and the goal: the
+    ratio of the medians of the rounds."""
+    med = {k: bl.median([x["rps"] for x in v]) for k, v in runs.items()}
+    ratio = med["beacon"] / med["static"]
+    paired = [b["rps"] / a["rps"] for a, b in zip(runs["static"], runs["beacon"])]
+    lines = [f"   a) throughput: wrk -t2 -c32 -d{secs}s --latency GET /f, {rounds} round(s) "
+             f"alternating; one balancer of {SCALE_MANY:,} members",
+             f"   {'':34}{'req/s median (range)':>22}{'p99 ms median (range)':>26}{'errors':>8}"
+             "  proxy CPU us/request"]
+    cpu_med = {}
+    for label, title in (("static", f"{SCALE_MANY:,} static BalancerMembers"),
+                         ("beacon", f"{SCALE_MANY:,} announced, slots={SCALE_SLOTS}")):
+        xs = runs[label]
+        rps, p99 = [x["rps"] for x in xs], [x["p99"] for x in xs]
+        errs = sum(x["non2xx"] + x["socket_errors"] for x in xs)
+        cpu = [x["cpu_us"] for x in xs if x.get("cpu_us") is not None]
+        cpu_med[label] = bl.median(cpu)
+        lines.append(f"   {title:34}{fmt(med[label], '.0f'):>8} ({rng(rps, '.0f')})".ljust(59)
+                     + f"{fmt(bl.median(p99), '.2f'):>8} ({rng(p99, '.2f')})".ljust(26)
+                     + f"{errs:>8}" + f"{fmt(cpu_med[label], '.1f'):>9} ({rng(cpu, '.1f')})")
+    cpu_ratio = (cpu_med["beacon"] / cpu_med["static"]
+                 if cpu_med["beacon"] and cpu_med["static"] else None)
+    lines.append(f"   {'announced/static':34}{ratio:>8.3f} (per round {rng(paired, '.3f')})"
+                 .ljust(93) + f"{fmt(cpu_ratio, '.3f'):>9} (CPU, the receiver's included)")
+    closed = {k: 1e3 * sum(x.get("closed", 0) for x in v) / sum(x["requests"] for x in v)
+              for k, v in runs.items()}
+    lines.append(f"   backend connections the proxy closed per 1,000 requests (time-wait on its "
+                 f"side): static {closed['static']:.1f}, announced {closed['beacon']:.1f}")
+    ctx.goal("scale", f"req/s {SCALE_MANY:,} announced / {SCALE_MANY:,} static members >= "
+             f"{SCALE_RATIO_GOAL}",
+             ratio >= SCALE_RATIO_GOAL, f"{ratio:.3f} (rounds {rng(paired, '.3f')}; "
+             f"{med['beacon']:.0f} vs {med['static']:.0f} req/s; proxy CPU per request "
+             f"{fmt(cpu_med['beacon'], '.1f')} vs {fmt(cpu_med['static'], '.1f')} us)")
+    return lines
+
+
+def scale_join(ctx, rig):
+    """Trials, beacon-10 and beacon-1000 taking turns: a new url (its own
+    address, route jK) announced once; a keep-alive client sending the
+    route's cookie polls GET /f from the sendto until the body names the
+    new backend; then the url says state=leaving."""
+    res = {n: {"join": [], "added_log": [], "failures": []} for n in rig.sizes}
+    sent_at = {n: {} for n in rig.sizes}
+    for k in range(rig.trials):
+        url, name = rig.join_urls[k], rig.site.names[SCALE_MANY + k]
+        for n in (rig.sizes if k % 2 else tuple(reversed(rig.sizes))):
+            p, s = rig.beacon[n], rig.senders[n]
+            poller = bl.Poller(p.port, headers=[f"Cookie: {STICKY}=x.j{k}"])
+            try:
+                status, body = poller.get()
+                if status != 200 or bl.body_name(body) == name:
+                    raise RuntimeError(f"GET /f answered {status} {body[:40]!r} before "
+                                       f"{url} joined")
+                dg = s.datagram(url, extra=[("route", f"j{k}")])
+                t0, wall = time.monotonic(), time.time()
+                s.send(dg)
+                sent_at[n][url] = wall
+                while time.monotonic() < t0 + 5.0:
+                    status, body = poller.get()
+                    if status == 200 and bl.body_name(body) == name:
+                        res[n]["join"].append(time.monotonic() - t0)
+                        break
+                else:
+                    res[n]["failures"].append(f"{url} not served within 5 s ({n} members)")
+            finally:
+                poller.close()
+                s.leave(url)
+        log(f"scale: join trial {k + 1}/{rig.trials}")
+    rig.renewing()
+    for n in rig.sizes:
+        text = rig.beacon[n].log_text(f"scale-{n}-error.log")
+        res[n]["added_log"] = ctx.figure("scale", ex.delays, ex.log_times(text, ex.ADDED_RE),
+                                         sent_at[n], "BCN00030 added")
+    ctx.raw.setdefault("scale", {})["join"] = res
+    lines = [f"   b) join, {rig.trials} trials per proxy, the two taking turns: a new url "
+             "(its own address, route jK) announced once ->",
+             f"   first response from it to a keep-alive client sending cookie {STICKY}=x.jK; "
+             "times in ms",
+             f"   {'':34}{'n':>4}{'p50':>9}{'p99':>9}   (min-max)"]
+    for n in rig.sizes:
+        for title, xs in ((f"{n:,} members: datagram -> serves", res[n]["join"]),
+                          ("  datagram -> BCN00030 (log time)", res[n]["added_log"])):
+            lines.append(latency_row(title, xs))
+        if res[n]["failures"]:
+            lines.append(f"   failures: {len(res[n]['failures'])}, e.g. {res[n]['failures'][0]}")
+    scale_join_goal(ctx, res, rig.trials)
+    return lines
+
+
+def scale_join_goal(ctx, res, trials):
+    """Met when every trial was served and both the p50 and the p99 at
+    SCALE_MANY members are within SCALE_JOIN_GOAL x those at SCALE_FEW."""
+    many, few = res[SCALE_MANY]["join"], res[SCALE_FEW]["join"]
+    text = (f"join p50 and p99 at {SCALE_MANY:,} members within {SCALE_JOIN_GOAL}x of at "
+            f"{SCALE_FEW}")
+    if len(many) < trials or len(few) < trials:
+        ctx.goal("scale", text, False, f"seen {len(many)} and {len(few)} of {trials}")
+        return
+    r50 = bl.pct(many, 50) / bl.pct(few, 50)
+    r99 = bl.pct(many, 99) / bl.pct(few, 99)
+    ctx.goal("scale", text, r50 <= SCALE_JOIN_GOAL and r99 <= SCALE_JOIN_GOAL,
+             f"p50 {1e3 * bl.pct(many, 50):.2f} vs {1e3 * bl.pct(few, 50):.2f} ms ({r50:.2f}x), "
+             f"p99 {1e3 * bl.pct(many, 99):.2f} vs {1e3 * bl.pct(few, 99):.2f} ms ({r99:.2f}x)")
+
+
+def timed_status(proxy):
+    """(monotonic time, /beacon-status?json's first receiver), the time
+    the middle of the request's."""
+    t = time.monotonic()
+    status = proxy.beacon_status()
+    return (t + time.monotonic()) / 2, status
+
+
+def scale_cpu(ctx, rig):
+    """The owner child's CPU seconds per second of each beacon proxy, no
+    request running, its members renewing every second; and the
+    announcements its receiver accepted meanwhile (?json). The status
+    reads stay out of the CPU window: at 1,000 members ?json costs the
+    child that serves it tens of ms, and that may be the owner."""
+    secs = 2.0 if ctx.quick else 10.0
+    pids = {n: rig.beacon[n].receiver_pid() for n in rig.sizes}
+    before = {n: timed_status(rig.beacon[n]) for n in rig.sizes}
+    cpu0 = {n: bl.cpu_seconds(pids[n]) for n in rig.sizes}
+    t0 = time.monotonic()
+    time.sleep(secs)  # the window measured, not a wait for a condition
+    cpu = {n: bl.cpu_seconds(pids[n]) - cpu0[n] for n in rig.sizes}
+    dt = time.monotonic() - t0
+    out = {}
+    for n in rig.sizes:
+        after = timed_status(rig.beacon[n])
+        accepted = ex.event(after[1], "accepted") - ex.event(before[n][1], "accepted")
+        ex.receiver_load(accepted, dt, cpu[n])  # Broken if its CPU time did not move
+        out[n] = {"cpu_per_s": cpu[n] / dt,
+                  "accepted_per_s": accepted / (after[0] - before[n][0])}
+    rig.renewing()
+    ctx.raw.setdefault("scale", {})["cpu"] = out
+    many, few = out[SCALE_MANY], out[SCALE_FEW]
+    net = (many["cpu_per_s"] - few["cpu_per_s"]) / max(
+        1e-9, many["accepted_per_s"] - few["accepted_per_s"])
+    lines = [f"   c) receiver CPU, the owner child (all its threads, /proc schedstat), "
+             f"{secs:g} s, no requests, every member renewing each second:"]
+    for n in rig.sizes:
+        lines.append(f"   {f'{n:,} members':34}{1e3 * out[n]['cpu_per_s']:>8.2f} ms/s CPU, "
+                     f"{out[n]['accepted_per_s']:.0f} announcements/s accepted")
+    lines.append(f"   {f'per renewal, {SCALE_MANY:,} less {SCALE_FEW}':34}{1e6 * net:>8.1f} us")
+    return lines
+
+
+# (path, how many members its body lists, the name --record gives it)
+STATUS_VIEWS = (("/beacon-status", ex.html_members, "html"),
+                ("/beacon-status?json", ex.json_members, "json"),
+                ("/beacon-status?metrics", ex.metrics_members, "metrics"))
+
+
+def scale_status(ctx, rig):
+    """Each status view of beacon-1000 and beacon-10, fetched in turn on a
+    fresh connection: the medians (of 5 or 20 each); every body must list
+    all the members."""
+    reps = 5 if ctx.quick else 20
+    times = {(n, v): [] for n in rig.sizes for v, _, _ in STATUS_VIEWS}
+    size = {}
+    for _ in range(reps):
+        for n in rig.sizes:
+            for view, count, name in STATUS_VIEWS:
+                t0 = time.monotonic()
+                status, body = rig.beacon[n].get(view)
+                times[(n, view)].append(time.monotonic() - t0)
+                if status != 200:
+                    raise RuntimeError(f"{view} answered {status}")
+                bl.record(f"status-{name}-{n}.txt", body)
+                listed = count(body)
+                if listed < n:
+                    raise RuntimeError(f"{view} lists {listed} of {n} members")
+                size[(n, view)] = len(body)
+    ctx.raw.setdefault("scale", {})["status"] = {f"{n} {v}": xs for (n, v), xs in times.items()}
+    lines = [f"   d) status views, {reps} GETs each on a fresh connection, the views and "
+             "proxies in turn; median ms (range), body KiB",
+             f"   {'':34}" + "".join(f"{v.replace('/beacon-status?', '?'):>24}"
+                                     for v, _, _ in STATUS_VIEWS)]
+    for n in rig.sizes:
+        cells = "".join(f"{1e3 * bl.median(times[(n, v)]):>8.2f} "
+                        f"({rng(times[(n, v)], '.1f', 1e3)}) {size[(n, v)] / 1024:>4.0f}"
+                        .rjust(24) for v, _, _ in STATUS_VIEWS)
+        lines.append(f"   {f'{n:,} members':34}{cells}")
+    per = [(bl.median(times[(SCALE_MANY, v)]) - bl.median(times[(SCALE_FEW, v)]))
+           / (SCALE_MANY - SCALE_FEW) for v, _, _ in STATUS_VIEWS]
+    per = "".join(f"{1e6 * x:>8.1f} us".ljust(24) for x in per)
+    lines.append(f"   {f'per member, {SCALE_MANY:,} less {SCALE_FEW}':34}{per}")
+    return lines
+
+
+def scale_memory(ctx, rig):
+    """RSS and PSS of every process of each proxy (smaps_rollup, parent
+    and children summed) after wrk through it, median of 3 samples (1
+    quick); per member: (1,000 - 10) / 990, static and announced."""
+    samples = 1 if ctx.quick else 3
+    kinds = {"static": rig.static, "beacon": rig.beacon}
+    got = {(k, n): [] for k in kinds for n in rig.sizes}
+    for _ in range(samples):
+        for (k, n) in got:
+            p = kinds[k][n]
+            load(p, ctx.quick)
+            m = proxy_memory(p)
+            got[(k, n)].append({"rss": m["rss_kib"] + m["parent_rss_kib"],
+                                "pss": m["pss_kib"] + m["parent_pss_kib"],
+                                "children": m["children"]})
+    med = {key: {f: bl.median([x[f] for x in xs]) for f in ("rss", "pss", "children")}
+           for key, xs in got.items()}
+    ctx.raw.setdefault("scale", {})["memory"] = {f"{k} {n}": xs for (k, n), xs in got.items()}
+    lines = [f"   e) memory, KiB: every process of the proxy (smaps_rollup), after wrk through "
+             f"it, median of {samples}",
+             f"   {'':34}{'children':>9}{'RSS':>10}{'PSS':>10}"]
+    for k, title in (("static", "static"), ("beacon", "announced")):
+        for n in rig.sizes:
+            m = med[(k, n)]
+            lines.append(f"   {f'{n:,} {title} members':34}{m['children']:>9.0f}"
+                         f"{m['rss']:>10.0f}{m['pss']:>10.0f}")
+        d = SCALE_MANY - SCALE_FEW
+        big, small = med[(k, SCALE_MANY)], med[(k, SCALE_FEW)]
+        lines.append(f"   {f'  per {title} member':34}{'':9}{(big['rss'] - small['rss']) / d:>10.1f}"
+                     f"{(big['pss'] - small['pss']) / d:>10.1f}")
+    # what reserving the slots costs: the same 10 members, without and with
+    a, b = med[("static", SCALE_FEW)], med[("beacon", SCALE_FEW)]
+    lines.append(f"   {f'slots={SCALE_SLOTS}, {SCALE_FEW} announced - static':34}{'':9}"
+                 f"{b['rss'] - a['rss']:>10.0f}{b['pss'] - a['pss']:>10.0f}   (the module and "
+                 f"{SCALE_SLOTS - SCALE_FEW} free reserved slots)")
+    return lines
+
+
+def scale_restart(ctx, rig):
+    """beacon-1000 restarted, its Renewer stopped (so only the restore
+    brings the members back): graceful (from the SIGUSR1) and stop/start
+    (from `apache2 -k start`) -> all 1,000 in rotation in balancer-manager."""
+    p, r = rig.beacon[SCALE_MANY], rig.renewers[SCALE_MANY]
+    r.stop()
+    out = {}
+    try:
+        t0 = time.monotonic()
+        p.graceful(timeout=30)
+        out["graceful"] = rig.wait_rotation(SCALE_MANY, t0, 30, "a graceful restart")
+        p.stop(timeout=30)
+        t0 = time.monotonic()
+        p.start_receiver(timeout=30)
+        out["stop/start"] = rig.wait_rotation(SCALE_MANY, t0, 30, "a stop/start")
+    finally:
+        r.start()
+    ctx.raw.setdefault("scale", {})["restart"] = out
+    out["first fill"] = rig.fill[SCALE_MANY]
+    lines = [f"   f) restore, {SCALE_MANY:,} members, no announcement meanwhile (the sender "
+             "stopped): seconds until balancer-manager lists",
+             f"   the first and all in rotation (polled every 20 ms){'first':>14}{'all':>8}"]
+    for key, title in (("first fill", f"first fill (the sender started: {SCALE_MANY:,} "
+                                      "datagrams over 1 s)"),
+                       ("graceful", "graceful restart (from SIGUSR1)"),
+                       ("stop/start", "stop, then start (from apache2 -k start)")):
+        lines.append(f"   {title:60}{out[key][0]:>8.2f}{out[key][1]:>8.2f}")
+    return lines
+
+
+def bench_scale(ctx):
+    why = missing_tool("wrk")
+    if why:
+        raise Skip(f"wrk missing ({why})")
+    rig = ScaleRig(ctx)
+    try:
+        lines = [f"   one backend apache2, one port on {SCALE_MANY:,} loopback addresses "
+                 f"({rig.site.addrs[0]}-{rig.site.addrs[SCALE_MANY - 1]}, a vhost each, "
+                 f"100-byte file); proxies with {SCALE_MANY:,} and {SCALE_FEW}",
+                 f"   members, static BalancerMembers or announced (bench_flood, each url "
+                 f"every 1 s, ProxyBeaconBalancer cluster slots={SCALE_SLOTS}, "
+                 f"ProxyBeaconTimeout {SCALE_TIMEOUT})"]
+        lines += run_parts(ctx, "scale", (
+            ("a) throughput", scale_throughput, (ctx, rig)),
+            ("c) receiver CPU", scale_cpu, (ctx, rig)),
+            ("d) status views", scale_status, (ctx, rig)),
+            ("b) join", scale_join, (ctx, rig)),
+            ("e) memory", scale_memory, (ctx, rig)),
+            ("f) restore", scale_restart, (ctx, rig))))
+    finally:
+        rig.close()
+    for label, p in [(f"scale/static-{n}", rig.static[n]) for n in rig.sizes] + \
+            [(f"scale/beacon-{n}", rig.beacon[n]) for n in rig.sizes]:
+        ctx.check_log(p, label)
     return lines
 
 
@@ -2083,9 +2540,11 @@ TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)"
           "services": f"8. Services: the forged flood at a receiver with {SERVICES} services "
                       "vs one",
           "routing": "9. Routing by context: routed requests vs a static ProxyPass, "
-                     "a new context's first request"}
+                     "a new context's first request",
+          "scale": "10. Scale: 1,000 members in one balancer, announced into reserved "
+                   "slots vs static"}
 ORDER = ("request", "control", "convergence", "footprint", "library", "churn", "fanout",
-         "services", "routing")
+         "services", "routing", "scale")
 
 
 def run_section(ctx, key, fn):
@@ -2162,7 +2621,7 @@ def main():
     doc = __doc__.split("\n\n")  # its first line, and the sections
     ap = argparse.ArgumentParser(description="\n\n".join([doc[0]] + doc[2:4]),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="smoke run, about a minute and a half")
+    ap.add_argument("--quick", action="store_true", help="smoke run, about two minutes")
     ap.add_argument("--only", default=",".join(SECTIONS),
                     help=f"comma-separated subset of {','.join(SECTIONS)}")
     ap.add_argument("--build", default="build", help="the cmake/apxs build tree")
@@ -2191,7 +2650,7 @@ def main():
     funcs = {"library": bench_library, "request": bench_request, "control": bench_control,
              "convergence": bench_convergence, "footprint": bench_footprint,
              "churn": bench_churn, "fanout": bench_fanout, "services": bench_services,
-             "routing": bench_routing}
+             "routing": bench_routing, "scale": bench_scale}
     try:
         for key in [k for k in ORDER if k in only]:
             log(f"{key}: start")

@@ -380,6 +380,66 @@ def test_routed_lines(fixture_text):
         ex.delays(ex.log_times(quiet, ex.ROUTED_RE), sent, "BCN00146 routed")
 
 
+# ---- scale: the status views and balancer-manager's XML -----------------------------
+
+def test_status_views_list_every_member(fixture_text):
+    """The 10-member proxy of a full run: each view lists the 10."""
+    assert ex.html_members(fixture_text("scale", "status-html-10.txt")) == 10
+    assert ex.json_members(fixture_text("scale", "status-json-10.txt")) == 10
+    assert ex.metrics_members(fixture_text("scale", "status-metrics-10.txt")) == 10
+
+
+def test_status_views_without_their_members_are_broken(fixture_text):
+    html = fixture_text("scale", "status-html-10.txt")
+    with pytest.raises(Broken, match="no members table"):
+        ex.html_members(html.replace('<table class="members">', "<table>"))
+    metrics = fixture_text("scale", "status-metrics-10.txt")
+    with pytest.raises(Broken, match="no beacon_member_info"):
+        ex.metrics_members("\n".join(l for l in metrics.splitlines()
+                                     if "beacon_member_info" not in l))
+    with pytest.raises(Broken, match="not JSON"):
+        ex.json_members(html)
+
+
+def test_manager_members_in_rotation(fixture_text):
+    """An excerpt of the 1,000-member proxy (slots=1024) of a full run,
+    restored after its join trials: 3 members in rotation, 2 trial members
+    that left and a free reserved slot's placeholder, out of rotation
+    (Init Dis)."""
+    text = fixture_text("scale", "manager.xml")
+    workers = ex.manager_members(text)
+    assert len(workers) == 6
+    assert workers["http://127.0.100.1:33625"] == {"Init", "Ok"}
+    assert workers["http://127.0.99.20:33625"] == workers["http://slot-1024.beacon.invalid"] \
+        == {"Init", "Dis"}
+    assert ex.in_rotation(workers, list(workers) + ["http://127.0.100.9:33625"]) == 3
+    empty = re.sub(r"<httpd:worker>.*?</httpd:worker>", "", text, flags=re.S)
+    assert ex.manager_members(empty) == {}
+
+
+def test_manager_without_the_balancer_is_broken(fixture_text):
+    with pytest.raises(Broken, match="lists no balancer://other"):
+        ex.manager_members(fixture_text("scale", "manager.xml"), "other")
+    with pytest.raises(Broken, match="not XML"):
+        ex.manager_members(fixture_text("scale", "status-json-10.txt"))
+
+
+def test_closed_to(fixture_text):
+    """ss's time-wait rows with their timers: the rows whose peer is port
+    38045 (a proxy's closed connections to the scale backend), counted
+    when they entered time-wait within the window."""
+    text = fixture_text("scale", "ss-time-wait.txt")
+    rows = [l for l in text.splitlines() if l.split()[3].endswith(":38045")]
+    left = sorted(int(m.group(1)) for l in rows if (m := re.search(r"timewait,(\d+)sec", l)))
+    assert len(rows) == len(left) + 1  # and one expiring: "timewait,,0"
+    assert ex.closed_to(text, 38045, 60) == len(left) > 0
+    assert ex.closed_to(text, 38045, 60 - left[0]) == len(left) - left.count(left[0])
+    assert ex.closed_to(text, 38045, 0) == 0
+    assert ex.closed_to("", 38045, 10) == 0
+    with pytest.raises(Broken, match="without a peer address or timer"):
+        ex.closed_to("0 0 127.0.0.1:1 127.0.0.1:38045\n", 38045, 10)
+
+
 # ---- log lines no quick run writes: their regexes against the C source -------------
 
 def source_message(tag):

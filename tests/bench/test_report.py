@@ -118,8 +118,8 @@ def test_services_ratio_met_missed_and_broken(ctx):
 
 
 def wrk_runs(*rps, cpu_us=None):
-    return [{"rps": r, "p99": 10.0, "non2xx": 0, "socket_errors": 0, "cpu_us": cpu_us}
-            for r in rps]
+    return [{"rps": r, "p99": 10.0, "non2xx": 0, "socket_errors": 0, "cpu_us": cpu_us,
+             "requests": 10 * int(r)} for r in rps]
 
 
 def test_routing_ratio_and_join_met_missed_and_broken(ctx):
@@ -146,3 +146,27 @@ def test_routing_ratio_and_join_met_missed_and_broken(ctx):
     join[1000] = {"join": [0.004, 0.006, 0.005], "routed_log": [], "failures": []}
     rb.routing_join_lines(ctx, join, 3)
     assert goals_block(table(ctx, {})).splitlines()[3].startswith("   met    ")
+
+
+def test_scale_ratio_and_join_met_and_missed(ctx):
+    """The ratio of the medians of the rounds; the join p50 and p99 at
+    1,000 members against at 10, each within 1.5x, every trial seen."""
+    lines = rb.scale_throughput_lines(ctx, {"static": wrk_runs(1000, 1100, 1050, cpu_us=80.0),
+                                            "beacon": wrk_runs(1040, 1000, 1060, cpu_us=84.0)},
+                                      3, 10)
+    assert "0.990 (per round" in lines[-2] and "1.050 (CPU" in lines[-2]
+    assert lines[-1].endswith("static 0.0, announced 0.0")
+    rb.scale_throughput_lines(ctx, {"static": wrk_runs(1000), "beacon": wrk_runs(970)}, 1, 2)
+    few = [0.001, 0.002, 0.004]
+    rb.scale_join_goal(ctx, {1000: {"join": [0.0015, 0.0028, 0.0056]}, 10: {"join": few}}, 3)
+    rb.scale_join_goal(ctx, {1000: {"join": [0.0015, 0.0028, 0.0062]}, 10: {"join": few}}, 3)
+    rb.scale_join_goal(ctx, {1000: {"join": [0.001, 0.002]}, 10: {"join": few}}, 3)
+    goals = goals_block(table(ctx, {})).splitlines()
+    assert goals[0].startswith("   met    ") and ">= 0.98: 0.990 (rounds" in goals[0] \
+        and "proxy CPU per request 84.0 vs 80.0 us" in goals[0]
+    assert goals[1].startswith("   MISSED ") and "0.970 (rounds 0.970-0.970; 970 vs 1000" \
+        in goals[1]
+    assert goals[2].startswith("   met    ") and "p50 2.80 vs 2.00 ms (1.40x)" in goals[2] \
+        and "p99 5.60 vs 4.00 ms (1.40x)" in goals[2]
+    assert goals[3].startswith("   MISSED ") and "p99 6.20 vs 4.00 ms (1.55x)" in goals[3]
+    assert goals[4].startswith("   MISSED ") and "seen 2 and 3 of 3" in goals[4]
