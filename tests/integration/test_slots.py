@@ -414,3 +414,27 @@ def test_health_checks_never_look_at_a_placeholder_and_start_when_a_slot_is_take
         assert not [w["flags"] for w in held if "HcFl" in w["flags"]], held
         assert all("Stop" in w["flags"] for w in held), [w["flags"] for w in held]
         assert {h.get("/")[1] for _ in range(10)} == {"well"}
+
+
+@pytest.mark.parametrize("url", ["http://slot-1.beacon.invalid",
+                                 "https://Slot-7.Beacon.Invalid:8443",
+                                 "http://anything.beacon.invalid:8080"])
+def test_an_announced_url_named_like_a_placeholder_is_refused(httpd_factory,
+                                                              backend_factory, url):
+    """A member named like a placeholder would look like a free reserved
+    slot, and lose its slot to the next new url: no url whose host is under
+    beacon.invalid joins; the slots stay free for real backends."""
+    h, ann = slots_proxy(httpd_factory, slots=2)
+    since = h.log_size()
+    ann.announce(url)
+    m = h.wait_log(r"(BCN\d+): cannot add backend %s to balancer://cluster: its "
+                   r"host is a reserved slot's \(\.beacon\.invalid\)"
+                   % re.escape(url.lower() if "Slot-7" in url else url), since=since,
+                   timeout=10)
+    h.expect_errors(m.group(1))
+    real = backend_factory("real")
+    ann.announce(real.url)
+    wait_for(lambda: members_in_rotation(h, [real.url]) == {real.url}, 10, "real joins")
+    workers = h.balancer_members()
+    assert len(placeholders(workers)) == 1 and len(workers) == 2, \
+        [(w["name"], w["flags"]) for w in workers]
