@@ -57,9 +57,25 @@ HTTPD_CLOSE_RACE_RE = re.compile(
     r"#1 +0x[0-9a-f]+ in \?\? \(\) from \S*/mod_mpm_event\.so$", re.M)
 
 
-def is_httpd_close_race(stack):
-    """Whether the crashing thread's stack (gdb's bt) is HTTPD_CLOSE_RACE_RE's."""
-    return bool(HTTPD_CLOSE_RACE_RE.search(stack)) and "mod_proxy_beacon" not in stack
+# The same, as gdb shows it when httpd's fatal-signal handler ran in the
+# faulting thread and gdb's current thread is another: the faulting one is
+# the thread with a signal handler frame, apr_os_sock_get right above it.
+SIGNALLED_CLOSE_RACE_RE = re.compile(
+    r"<signal handler called>\n"
+    r"#\d+ +0x[0-9a-f]+ in apr_os_sock_get \(\)[^\n]*\n"
+    r"#\d+ +0x[0-9a-f]+ in \?\? \(\) from \S*/mod_mpm_event\.so$", re.M)
+
+
+def is_httpd_close_race(stack, every=""):
+    """Whether the crashing thread's stack (gdb's bt) is HTTPD_CLOSE_RACE_RE's,
+    or, in every thread's (thread apply all bt), the one thread that took a
+    signal is SIGNALLED_CLOSE_RACE_RE's; no module frame of ours in it."""
+    if HTTPD_CLOSE_RACE_RE.search(stack) and "mod_proxy_beacon" not in stack:
+        return True
+    signalled = [t for t in re.split(r"\n(?=Thread \d+ )", every)
+                 if "<signal handler called>" in t]
+    return (len(signalled) == 1 and bool(SIGNALLED_CLOSE_RACE_RE.search(signalled[0]))
+            and "mod_proxy_beacon" not in signalled[0])
 # What the sanitizers write, wherever it lands: with log_path set
 # (tools/asan-apache2) ASan writes its report files, but a UBSan "runtime
 # error:" of the parent or a LeakSanitizer line can still reach its stderr,
@@ -414,7 +430,7 @@ class Httpd:
         """The crashes that are no httpd stop race, as text for a failure."""
         return [f"{core}: crashing thread:\n{crashing[-4000:]}\nall threads:\n{every[-20000:]}"
                 for core, crashing, every in self.crashes()
-                if not is_httpd_close_race(crashing)]
+                if not is_httpd_close_race(crashing, every)]
 
     def check_config(self, timeout=30, pass_fds=()):
         """(returncode, output) of `apache2 -t`: config errors, no server.
@@ -585,7 +601,7 @@ class Httpd:
         crash_lines = [line for line in bad if any(t in line for t in FAILURE_TAGS)]
         crashes = self.crashes() if crash_lines else []
         if (len(crash_lines) == 1 and len(crashes) == 1 and
-                is_httpd_close_race(crashes[0][1])):
+                is_httpd_close_race(crashes[0][1], crashes[0][2])):
             bad.remove(crash_lines[0])
         return bad
 

@@ -277,3 +277,28 @@ def test_only_httpds_close_race_passes_for_a_crash():
     assert not H.is_httpd_close_race(ours)
     assert not H.is_httpd_close_race(elsewhere)
     assert not H.is_httpd_close_race("(no backtrace: gdb not found)")
+
+
+def test_the_close_race_is_known_when_gdb_shows_another_thread_first():
+    """gdb's current thread can be one that merely sleeps; the faulting
+    thread is the one with httpd's fatal-signal handler frame (as a core
+    of CI's run at 8daba31 showed it)."""
+    current = ("#0  0x00007f5ae81669ec in __GI___select (nfds=0) at select.c:69\n"
+               "#1  0x00007f5ae8278312 in apr_sleep () from /lib/x86_64-linux-gnu/libapr-1.so.0\n")
+    faulting = ("Thread 3 (Thread 0x7f5ae7ff2780 (LWP 26509)):\n"
+                "#0  0x00007f5ae80a4267 in __GI_kill () at syscall-template.S:120\n"
+                "#1  <signal handler called>\n"
+                "#2  0x00007f5ae8272180 in apr_os_sock_get () from /lib/x86_64-linux-gnu/libapr-1.so.0\n"
+                "#3  0x00007f5ae7fb106c in ?? () from /usr/lib/apache2/modules/mod_mpm_event.so\n"
+                "#4  0x000055f000307850 in ap_run_mpm ()\n")
+    sleeping = "Thread 1 (Thread 0x7f5ae7bd36c0 (LWP 26512)):\n" + current
+    every = "\n".join([sleeping, faulting, sleeping.replace("Thread 1 ", "Thread 2 ")])
+    assert H.is_httpd_close_race(current, every)
+    ours = faulting.replace("#4 ", "#4  0x1 in beacon_members_handle () from "
+                            "/usr/lib/apache2/modules/mod_proxy_beacon.so\n#5 ")
+    assert not H.is_httpd_close_race(current, "\n".join([sleeping, ours]))
+    elsewhere = faulting.replace("apr_os_sock_get", "beacon_worker_find")
+    assert not H.is_httpd_close_race(current, "\n".join([sleeping, elsewhere]))
+    twice = "\n".join([faulting, faulting.replace("Thread 3 ", "Thread 4 ")])
+    assert not H.is_httpd_close_race(current, twice)
+    assert not H.is_httpd_close_race(current, sleeping)
