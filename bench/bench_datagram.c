@@ -174,7 +174,7 @@ static double run_forged_4_keys(const char *buf, apr_size_t len,
     t0 = now_ns();
     for (unsigned i = 0; i < iterations; i++) {
         beacon_reason_t r = beacon_receive_any(table, keys, BEACON_MAX_KEYS,
-                                               buf, len, BASE_NOW, &ev);
+                                               buf, len, BASE_NOW, NULL, &ev);
         if (r != BEACON_DROP_MAC_MISMATCH)
             die(r == BEACON_OK ? "forged datagram accepted"
                                : beacon_reason_name(r));

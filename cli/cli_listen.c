@@ -192,7 +192,7 @@ static void report(listener_t *l, const char *buf, apr_size_t len,
 
     format_peer(from, peer, sizeof(peer));
     reason = beacon_receive_any(l->table, l->keys, l->nkeys, buf, len, now,
-                                &ev);
+                                NULL, &ev);
     if (reason == BEACON_OK) {
         put_accepted(&ev, peer);
     }

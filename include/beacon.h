@@ -293,6 +293,7 @@ typedef enum {
     BEACON_DROP_UNACCEPTABLE_URL, /* "unacceptable url" */
     BEACON_DROP_REPLAYED_TS,      /* "replayed/reordered ts" */
     BEACON_DROP_TABLE_FULL,       /* "member table full" */
+    BEACON_DROP_URL_NOT_ALLOWED,  /* "url not allowed" (beacon_reach_t) */
     BEACON_REASON_COUNT
 } beacon_reason_t;
 
@@ -574,6 +575,118 @@ int beacon_allow_refused(const beacon_allow_t *allow, const beacon_span_t *paths
 // coexist.
 int beacon_allow_conflict(const beacon_allow_t *a, const beacon_allow_t *b,
                           unsigned *ia, unsigned *ib);
+
+/* ------------------------------------------------------------------ */
+/* Reach: what an announced url may point at (ProxyBeaconAllow, allow=) */
+
+/*
+ * The hosts a receiver lets announced urls point at, so that a holder of
+ * the secret cannot aim the proxy at whatever it can reach. Entries, one
+ * per argument (ProxyBeaconAllow, beaconctl --allow) or ","-separated
+ * (allow=):
+ *
+ *   10.0.0.0/8, fd00::/8   an IP network: an IPv4 address as four decimal
+ *                          numbers, an IPv6 address without brackets,
+ *                          "/" and a prefix length (no bits set past it)
+ *   10.1.2.3, ::1          one address
+ *   api.internal           a host name, exactly (case-insensitive; one
+ *                          trailing "." ignored)
+ *   *.svc.cluster.local    any name under that suffix, at any depth, never
+ *                          the suffix itself
+ *   source                 an IP literal equal to the address the datagram
+ *                          came from
+ *
+ * A url is allowed when one entry allows it. Names are matched as text,
+ * never resolved: a name entry allows a name, never an address, and a
+ * network or "source" allows an IP literal, never a name. The host of a
+ * url is an IP literal when getaddrinfo would read it as one without
+ * asking DNS: an IPv6 literal, or an IPv4 address in any inet_aton form
+ * ("127.1", "2852039166", "0xa9.0xfe.0xa9.0xfe"), so that no spelling of
+ * an address passes as a name. An IPv4-mapped IPv6 address
+ * (::ffff:169.254.169.254) is its IPv4 address, in urls, in sources and
+ * in entries (::ffff:10.0.0.0/104 is 10.0.0.0/8).
+ *
+ * The defaults refuse what no backend's address is: link-local
+ * (169.254.0.0/16, fe80::/10, where cloud metadata services answer),
+ * unspecified (0.0.0.0, ::, which a connect takes to the proxy host
+ * itself), multicast (224.0.0.0/4, ff00::/8) and the IPv4 broadcast
+ * address. Without a list (reach NULL) every other url is allowed. A list
+ * allows only what its entries allow, and an address of those ranges only
+ * through a network entry inside the range (169.254.169.254, or
+ * 169.254.0.0/16 itself): 0.0.0.0/0 or "source" never opens them.
+ *
+ * A plain block with no pointers, filled at configuration time, then
+ * only read.
+ */
+#define BEACON_REACH_MAX_ENTRIES 64
+#define BEACON_REACH_NAME_MAX 253
+
+typedef enum {
+    BEACON_REACH_NETWORK = 1, /* addr/prefix */
+    BEACON_REACH_NAME,        /* name, exactly */
+    BEACON_REACH_SUFFIX,      /* name is ".suffix": any name ending so */
+    BEACON_REACH_SOURCE       /* the datagram's source address */
+} beacon_reach_kind_t;
+
+typedef struct {
+    beacon_reach_kind_t kind;
+    int ipv4;                  /* NETWORK: an IPv4 network, in addr as
+                                * ::ffff:a.b.c.d with prefix + 96 */
+    unsigned char addr[16];
+    unsigned prefix;           /* 0 to 128 */
+    char name[BEACON_REACH_NAME_MAX + 2]; /* lower case, NUL-terminated */
+    apr_size_t len;            /* of name */
+} beacon_reach_entry_t;
+
+typedef struct {
+    unsigned n;
+    beacon_reach_entry_t entry[BEACON_REACH_MAX_ENTRIES];
+} beacon_reach_t;
+
+/* An empty list: it allows nothing. */
+void beacon_reach_init(beacon_reach_t *reach);
+
+/*
+ * Adds one entry, entry[0..len), to reach. NULL, or a static message
+ * saying why it is none (an IPv4 address not in four decimal numbers, a
+ * prefix that is too long or leaves bits set, a "*" anywhere but a
+ * leading "*.", a name that is not a host name, one entry past
+ * BEACON_REACH_MAX_ENTRIES); reach is then unchanged. An entry given
+ * twice counts once.
+ */
+const char *beacon_reach_add(beacon_reach_t *reach, const char *entry,
+                             apr_size_t len);
+
+/* beacon_reach_add for each ","-separated entry of list[0..len); on an
+ * error, *bad (when not NULL) is the entry's span and reach is as it was
+ * before the call. */
+const char *beacon_reach_add_list(beacon_reach_t *reach, const char *list,
+                                  apr_size_t len, beacon_span_t *bad);
+
+/*
+ * Whether reach (NULL: the defaults) allows the canonical url
+ * (beacon_url_canonicalize's output) sent from source: NULL, or a static
+ * message saying why not ("a link-local address", "no entry allows it").
+ * source is the datagram's sender (AF_INET or AF_INET6); NULL where there
+ * is none to compare (a member restored from the registry), and "source"
+ * then allows any IP literal.
+ */
+const char *beacon_reach_refusal(const beacon_reach_t *reach, const char *url,
+                                 const struct sockaddr *source);
+
+/* The entries of reach as written back ("10.0.0.0/8 *.internal source"),
+ * space-separated, into buf: NUL-terminated, cut at bufsize; buf. */
+const char *beacon_reach_text(const beacon_reach_t *reach, char *buf,
+                              apr_size_t bufsize);
+
+/* What one announcement is checked against before its table (step 7):
+ * the receiver's list and the balancer's, which narrows it (both must
+ * allow the url), and where the datagram came from. */
+typedef struct {
+    const beacon_reach_t *receiver; /* NULL: the defaults */
+    const beacon_reach_t *balancer; /* NULL: no narrowing */
+    const struct sockaddr *source;  /* NULL: none (see beacon_reach_refusal) */
+} beacon_reach_gate_t;
 
 /* ------------------------------------------------------------------ */
 /* Route image: the request path lookup, shared between processes      */
@@ -1176,34 +1289,51 @@ typedef struct {
      * proxy a sender reaches at two addresses, or the network), not a
      * replay of an older one. Still dropped. */
     int second_copy;
+    /* With BEACON_DROP_URL_NOT_ALLOWED: why (beacon_reach_refusal's
+     * message), and whether the balancer's list refused it (1) or the
+     * receiver's (0). */
+    const char *refusal;
+    int refused_by_balancer;
 } beacon_event_t;
 
 /*
  * Steps 1 to 8 of the wire format for one datagram: beacon_verify, the
  * table's service (step 6, BEACON_DROP_WRONG_SERVICE, heartbeats too),
- * then (when a url is present) beacon_url_canonicalize and
- * beacon_table_accept.
+ * then (when a url is present) beacon_url_canonicalize, the reach gate
+ * (BEACON_DROP_URL_NOT_ALLOWED, before the table: a refused url creates
+ * no record and moves no mark) and beacon_table_accept.
  * A heartbeat (no url) gives BEACON_OK with ev->rec NULL and no action.
+ * beacon_receive checks the default reach.
  */
 beacon_reason_t beacon_receive(beacon_table_t *t, const beacon_key_t *key,
                                const char *buf, apr_size_t len, apr_time_t now,
                                beacon_event_t *ev);
 
-/* beacon_receive accepting any of keys[0..nkeys), as beacon_verify_any. */
+/* beacon_receive accepting any of keys[0..nkeys), as beacon_verify_any,
+ * with gate's reach (NULL: the defaults, no source). */
 beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
                                    unsigned nkeys, const char *buf,
                                    apr_size_t len, apr_time_t now,
+                                   const beacon_reach_gate_t *gate,
                                    beacon_event_t *ev);
 
 /*
  * Steps 7 and 8 for a datagram beacon_verify_ring passed, in ev->dg: its
- * url canonicalized and accepted into t, the table of the balancer that
+ * url canonicalized, checked against gate (NULL: the defaults, no
+ * source) and accepted into t, the table of the balancer that
  * ev->dg.service picks (t's own service is not checked: the ring did).
  * ev's other fields are set as beacon_receive sets them; a heartbeat
  * gives BEACON_OK with ev->rec NULL.
  */
 beacon_reason_t beacon_receive_verified(beacon_table_t *t, apr_time_t now,
+                                        const beacon_reach_gate_t *gate,
                                         beacon_event_t *ev);
+
+/* The gate's verdict on a canonical url: NULL when both lists allow it,
+ * else why, with *by_balancer (when not NULL) 1 when the balancer's list
+ * refused it. */
+const char *beacon_reach_gate_refusal(const beacon_reach_gate_t *gate,
+                                      const char *url, int *by_balancer);
 
 #ifdef __cplusplus
 }

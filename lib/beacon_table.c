@@ -535,9 +535,12 @@ static void event_reset(beacon_event_t *ev)
     ev->rec = NULL;
     ev->action = BEACON_ACT_NONE;
     ev->second_copy = 0;
+    ev->refusal = NULL;
+    ev->refused_by_balancer = 0;
 }
 
 beacon_reason_t beacon_receive_verified(beacon_table_t *t, apr_time_t now,
+                                        const beacon_reach_gate_t *gate,
                                         beacon_event_t *ev)
 {
     beacon_reason_t reason;
@@ -550,6 +553,11 @@ beacon_reason_t beacon_receive_verified(beacon_table_t *t, apr_time_t now,
                                 sizeof(ev->url)) != NULL) {
         ev->url[0] = '\0';
         return BEACON_DROP_UNACCEPTABLE_URL;
+    }
+    ev->refusal = beacon_reach_gate_refusal(gate, ev->url,
+                                            &ev->refused_by_balancer);
+    if (ev->refusal != NULL) {
+        return BEACON_DROP_URL_NOT_ALLOWED; /* before the table: no trace */
     }
     reason = beacon_table_accept(t, ev->url, ev->dg.ts,
                                  beacon_datagram_is_leaving(&ev->dg), now,
@@ -565,6 +573,7 @@ beacon_reason_t beacon_receive_verified(beacon_table_t *t, apr_time_t now,
 beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
                                    unsigned nkeys, const char *buf,
                                    apr_size_t len, apr_time_t now,
+                                   const beacon_reach_gate_t *gate,
                                    beacon_event_t *ev)
 {
     beacon_reason_t reason;
@@ -577,12 +586,12 @@ beacon_reason_t beacon_receive_any(beacon_table_t *t, const beacon_key_t *keys,
     if (reason != BEACON_OK) {
         return reason;
     }
-    return beacon_receive_verified(t, now, ev);
+    return beacon_receive_verified(t, now, gate, ev);
 }
 
 beacon_reason_t beacon_receive(beacon_table_t *t, const beacon_key_t *key,
                                const char *buf, apr_size_t len, apr_time_t now,
                                beacon_event_t *ev)
 {
-    return beacon_receive_any(t, key, 1, buf, len, now, ev);
+    return beacon_receive_any(t, key, 1, buf, len, now, NULL, ev);
 }

@@ -38,6 +38,7 @@ static const struct {
     [BEACON_DROP_UNACCEPTABLE_URL] = {"unacceptable url", "unacceptable_url"},
     [BEACON_DROP_REPLAYED_TS] = {"replayed/reordered ts", "replayed_ts"},
     [BEACON_DROP_TABLE_FULL] = {"member table full", "table_full"},
+    [BEACON_DROP_URL_NOT_ALLOWED] = {"url not allowed", "url_not_allowed"},
 };
 
 const char *beacon_reason_name(beacon_reason_t reason)

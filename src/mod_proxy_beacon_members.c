@@ -379,7 +379,7 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
                         peer_len, now, scratch);
             return;
         }
-        reason = beacon_receive_verified(r->table, now, &ev);
+        reason = beacon_receive_verified(r->table, now, NULL, &ev);
     }
     if (reason != BEACON_OK) {
         report_drop(r, reason, &ev, peer, peer_len, now, scratch);

@@ -419,7 +419,7 @@ static beacon_reason_t receive(beacon_table_t *t, const beacon_ring_t *r,
                                                 &ev->dg);
 
     /* ev->dg points into d: read it before d goes */
-    return reason == BEACON_OK ? beacon_receive_verified(t, now, ev) : reason;
+    return reason == BEACON_OK ? beacon_receive_verified(t, now, NULL, ev) : reason;
 }
 
 static void state_values_parse_and_unknown_ones_are_a_bad_field(void **state)

@@ -1246,6 +1246,7 @@ static void reason_names_are_the_spec_fragments(void **state)
         {BEACON_DROP_UNACCEPTABLE_URL, "unacceptable url", "unacceptable_url"},
         {BEACON_DROP_REPLAYED_TS, "replayed/reordered ts", "replayed_ts"},
         {BEACON_DROP_TABLE_FULL, "member table full", "table_full"},
+        {BEACON_DROP_URL_NOT_ALLOWED, "url not allowed", "url_not_allowed"},
     };
     size_t i;
 
