@@ -142,6 +142,7 @@ void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     conf->forget = add->forget.set ? add->forget : base->forget;
     conf->member_params = add->member_params ? add->member_params
                                              : base->member_params;
+    conf->allow = add->allow ? add->allow : base->allow;
     conf->interval = add->interval.set ? add->interval : base->interval;
     return conf;
 }
@@ -601,6 +602,76 @@ static const char *set_contexts(cmd_parms *cmd, void *dummy, int argc,
     return NULL;
 }
 
+/* The entry of a reach list that libbeacon refused, with why. */
+static const char *reach_error(cmd_parms *cmd, const char *what,
+                               const char *entry, apr_size_t len,
+                               const char *why)
+{
+    return apr_psprintf(cmd->pool, "%s entry '%s': %s", what,
+                        ap_escape_logitem(cmd->temp_pool,
+                                          apr_pstrmemdup(cmd->temp_pool,
+                                                         entry, len)),
+                        why);
+}
+
+static beacon_reach_t *new_reach(apr_pool_t *p)
+{
+    beacon_reach_t *reach = apr_palloc(p, sizeof(*reach));
+
+    beacon_reach_init(reach);
+    return reach;
+}
+
+/* allow=LIST: what the balancer's members may point at, within the
+ * receiver's ProxyBeaconAllow; a second one adds to the first. */
+static const char *add_allow(cmd_parms *cmd, beacon_balancer_conf *bc,
+                             const char *list)
+{
+    beacon_span_t bad;
+    const char *err;
+
+    if (bc->allow == NULL) {
+        bc->allow = new_reach(cmd->pool);
+    }
+    if ((err = beacon_reach_add_list(bc->allow, list, strlen(list), &bad)) == NULL) {
+        return NULL;
+    }
+    return reach_error(cmd, "ProxyBeaconBalancer: allow=", bad.ptr, bad.len,
+                       err);
+}
+
+/*
+ * ProxyBeaconAllow ENTRY [ENTRY ...], repeatable: the hosts announced
+ * urls may point at (libbeacon's reach rule). Inherited, like the secret,
+ * by virtual hosts that give none.
+ */
+static const char *set_allow(cmd_parms *cmd, void *dummy, int argc,
+                             char *const argv[])
+{
+    beacon_server_conf *conf = cmd_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+    int i;
+
+    (void)dummy;
+    if (err == NULL && argc == 0) {
+        err = "ProxyBeaconAllow: expects one or more entries: networks "
+              "(10.0.0.0/8), addresses, host names, *.suffix, source";
+    }
+    if (err) {
+        return err;
+    }
+    if (conf->allow == NULL) {
+        conf->allow = new_reach(cmd->pool);
+    }
+    for (i = 0; i < argc; i++) {
+        if ((err = beacon_reach_add(conf->allow, argv[i], strlen(argv[i])))) {
+            return reach_error(cmd, "ProxyBeaconAllow:", argv[i],
+                               strlen(argv[i]), err);
+        }
+    }
+    return NULL;
+}
+
 /* slots=N: member slots the balancer reserves at start. */
 static const char *set_slots(beacon_balancer_conf *bc, const char *v)
 {
@@ -637,9 +708,12 @@ static const char *balancer_option(cmd_parms *cmd, beacon_balancer_conf *bc,
     else if (strncmp(arg, "slots=", 6) == 0 && bc->slots == 0) {
         err = set_slots(bc, arg + 6);
     }
+    else if (strncmp(arg, "allow=", 6) == 0) {
+        return add_allow(cmd, bc, arg + 6);
+    }
     else {
         err = "not an option (service=NAME once, secret=SECRET at most "
-              "twice, contexts=LIST, slots=N once)";
+              "twice, contexts=LIST, slots=N once, allow=LIST)";
     }
     if (err) {
         /* a secret= value is never echoed */
@@ -726,12 +800,20 @@ const command_rec beacon_cmds[] = {
         "[address][:port]: receive beacons on this UDP address; missing "
         "parts are this server's own"),
     AP_INIT_TAKE_ARGV("ProxyBeaconBalancer", set_balancer, NULL, RSRC_CONF,
-        "NAME [service=SVC] [secret=SECRET ...] [contexts=LIST] [slots=N]: a "
+        "NAME [service=SVC] [secret=SECRET ...] [contexts=LIST] [slots=N] "
+        "[allow=LIST]: a "
         "balancer (name or balancer://name) announced backends join, those "
         "of service SVC (verified with its own secrets) or, without "
         "service=, those that name none, claiming only the contexts of "
-        "LIST, in N member slots reserved at start; "
+        "LIST, in N member slots reserved at start, pointing only where "
+        "allow= and ProxyBeaconAllow allow; "
         "repeatable, one per service; without it the receiver only logs"),
+    AP_INIT_TAKE_ARGV("ProxyBeaconAllow", set_allow, NULL, RSRC_CONF,
+        "ENTRY [ENTRY ...]: what announced urls may point at: IP networks "
+        "(10.0.0.0/8, fd00::/8), addresses, host names (api.internal, "
+        "*.svc.cluster.local, never resolved), source (the datagram's own "
+        "address); without it, all but link-local, unspecified, multicast "
+        "and broadcast addresses"),
     AP_INIT_TAKE1("ProxyBeaconTimeout", set_interval, &timeout_of_receiver,
         RSRC_CONF,
         "silence after which a member is disabled (default 0: never)"),

@@ -48,6 +48,8 @@ typedef struct {
                                    * it routes none, and ctx= is ignored */
     int slots;                    /* slots=: member slots reserved at start
                                    * (placeholders); 0: none, growth only */
+    beacon_reach_t *allow;        /* allow=: narrows the receiver's
+                                   * ProxyBeaconAllow; NULL: no narrowing */
     const char *where;            /* "file:line" for config-time errors */
 } beacon_balancer_conf;
 
@@ -63,6 +65,8 @@ typedef struct {
     beacon_interval max_skew;
     beacon_interval forget;       /* 0 = never; see beacon_forget_interval */
     beacon_member_params *member_params; /* ProxyBeaconMemberParams, or NULL */
+    beacon_reach_t *allow;        /* ProxyBeaconAllow, or NULL: the defaults
+                                   * (beacon_reach_t); inherited */
     struct beacon_route_table *routes; /* its route table, from post_config on
                                    * (mod_proxy_beacon_routes.h); NULL:
                                    * it routes no contexts */

@@ -67,6 +67,17 @@ static int refused_context(const beacon_receiver *r,
     return 1;
 }
 
+/* Whose list refused a url: none for the defaults' own refusals. */
+static const char *refused_by(const beacon_receiver *r,
+                              const beacon_event_t *ev, apr_pool_t *p)
+{
+    if (ev->refused_by_balancer) {
+        return apr_pstrcat(p, " (allow= of balancer://", r->bal->name, ")",
+                           NULL);
+    }
+    return r->conf->allow ? " (ProxyBeaconAllow)" : "";
+}
+
 static void report_drop(beacon_receiver *r, unsigned drop,
                         const beacon_event_t *ev, const struct sockaddr *peer,
                         socklen_t peer_len, apr_time_t now, apr_pool_t *p)
@@ -100,6 +111,10 @@ static void report_drop(beacon_receiver *r, unsigned drop,
                              ev->dg.url.ptr ? escaped_span(p, &ev->dg.url)
                                             : "a heartbeat",
                              " (balancer://", r->bal->name, ")", NULL);
+    }
+    else if (drop == BEACON_DROP_URL_NOT_ALLOWED) {
+        detail = apr_pstrcat(p, " ", ev->url, ": ", ev->refusal,
+                             refused_by(r, ev, p), NULL);
     }
     else if (drop == BEACON_DROP_TABLE_FULL && r->bal) {
         detail = apr_pstrcat(p, " ", ev->url, " (balancer://", r->bal->name, ")",
@@ -345,6 +360,17 @@ static beacon_receiver *lane_of(beacon_receiver *l, const beacon_datagram_t *dg)
     return l->lanes[l->default_lane >= 0 ? l->default_lane : 0];
 }
 
+/* What receiver r lets a url from peer point at. */
+static const beacon_reach_gate_t *gate_of(const beacon_receiver *r,
+                                          const struct sockaddr *peer,
+                                          beacon_reach_gate_t *gate)
+{
+    gate->receiver = r->conf->allow;
+    gate->balancer = r->bal ? r->bal->allow : NULL;
+    gate->source = peer;
+    return gate;
+}
+
 /* The contexts claimed changed, or a member that claimed some went. */
 static void reroute(const beacon_receiver *l, apr_pool_t *p)
 {
@@ -362,6 +388,7 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
     beacon_announcement announcement;
     beacon_member_attrs attrs;
     beacon_span_t refused;
+    beacon_reach_gate_t gate;
     beacon_outcome out;
     beacon_event_t ev;
     beacon_reason_t reason;
@@ -379,7 +406,8 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
                         peer_len, now, scratch);
             return;
         }
-        reason = beacon_receive_verified(r->table, now, NULL, &ev);
+        reason = beacon_receive_verified(r->table, now,
+                                         gate_of(r, peer, &gate), &ev);
     }
     if (reason != BEACON_OK) {
         report_drop(r, reason, &ev, peer, peer_len, now, scratch);
