@@ -67,15 +67,32 @@ static int refused_context(const beacon_receiver *r,
     return 1;
 }
 
-/* Whose list refused a url: none for the defaults' own refusals. */
-static const char *refused_by(const beacon_receiver *r,
-                              const beacon_event_t *ev, apr_pool_t *p)
+/* What receiver r lets a url from peer point at. */
+static const beacon_reach_gate_t *gate_of(const beacon_receiver *r,
+                                          const struct sockaddr *peer,
+                                          beacon_reach_gate_t *gate)
 {
-    if (ev->refused_by_balancer) {
-        return apr_pstrcat(p, " (allow= of balancer://", r->bal->name, ")",
-                           NULL);
-    }
-    return r->conf->allow ? " (ProxyBeaconAllow)" : "";
+    gate->receiver = r->conf->allow;
+    gate->balancer = r->bal ? r->bal->allow : NULL;
+    gate->source = peer;
+    return gate;
+}
+
+/* " URL: why (whose list)" */
+static const char *not_allowed_detail(const beacon_receiver *r,
+                                      const beacon_event_t *ev,
+                                      const struct sockaddr *peer,
+                                      apr_pool_t *p)
+{
+    beacon_reach_gate_t gate;
+    const char *balancer = r->bal ? apr_pstrcat(p, "balancer://", r->bal->name,
+                                                NULL)
+                                  : "";
+
+    return apr_pstrcat(p, " ", ev->url, ": ", ev->refusal,
+                       beacon_refused_by(p, gate_of(r, peer, &gate),
+                                         ev->refused_by_balancer, balancer),
+                       NULL);
 }
 
 static void report_drop(beacon_receiver *r, unsigned drop,
@@ -113,8 +130,7 @@ static void report_drop(beacon_receiver *r, unsigned drop,
                              " (balancer://", r->bal->name, ")", NULL);
     }
     else if (drop == BEACON_DROP_URL_NOT_ALLOWED) {
-        detail = apr_pstrcat(p, " ", ev->url, ": ", ev->refusal,
-                             refused_by(r, ev, p), NULL);
+        detail = not_allowed_detail(r, ev, peer, p);
     }
     else if (drop == BEACON_DROP_TABLE_FULL && r->bal) {
         detail = apr_pstrcat(p, " ", ev->url, " (balancer://", r->bal->name, ")",
@@ -358,17 +374,6 @@ static beacon_receiver *lane_of(beacon_receiver *l, const beacon_datagram_t *dg)
     /* the ring made a datagram without svc= a wrong service when no
      * balancer is without one */
     return l->lanes[l->default_lane >= 0 ? l->default_lane : 0];
-}
-
-/* What receiver r lets a url from peer point at. */
-static const beacon_reach_gate_t *gate_of(const beacon_receiver *r,
-                                          const struct sockaddr *peer,
-                                          beacon_reach_gate_t *gate)
-{
-    gate->receiver = r->conf->allow;
-    gate->balancer = r->bal ? r->bal->allow : NULL;
-    gate->source = peer;
-    return gate;
 }
 
 /* The contexts claimed changed, or a member that claimed some went. */

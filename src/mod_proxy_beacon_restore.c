@@ -201,13 +201,43 @@ static beacon_slot *slot_for(beacon_workers *ws, beacon_slots *slots,
     return NULL;
 }
 
+/* Whether the member of e is one the configuration now refuses
+ * (ProxyBeaconAllow or allow= changed while httpd was stopped): it is not
+ * put back, so that a tightened list takes effect with the restart, not
+ * with a lease that may never lapse. Logged. */
+static int no_longer_allowed(beacon_workers *ws,
+                             const beacon_member_policy *policy,
+                             const beacon_entry *e, apr_pool_t *p)
+{
+    int by_balancer;
+    const char *why = beacon_reach_gate_refusal(&policy->reach, e->url,
+                                                &by_balancer);
+
+    if (why == NULL) {
+        return 0;
+    }
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, beacon_worker_server(ws),
+                 BCNLOGNO(00157) "not restoring %s in %s: url not allowed: "
+                 "%s%s; beacon no longer manages it", e->url,
+                 beacon_worker_balancer_name(ws), why,
+                 beacon_refused_by(p, &policy->reach, by_balancer,
+                                   beacon_worker_balancer_name(ws)));
+    return 1;
+}
+
 /* Puts e's member back as it was; 0 when it is not (logged). */
 static int restore_member(beacon_workers *ws, beacon_slots *slots,
-                          const beacon_member_params *params, beacon_entry *e,
+                          const beacon_member_policy *policy, beacon_entry *e,
                           apr_pool_t *p)
 {
+    const beacon_member_params *params = policy->params;
     beacon_slot *slot;
 
+    if (no_longer_allowed(ws, policy, e, p)) {
+        drop(ws, slots, e, p);
+        beacon_registry_forget(e);
+        return 0;
+    }
     if (beacon_worker_configured(ws, e->url, beacon_worker_slot(ws, e))) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, beacon_worker_server(ws),
                      BCNLOGNO(00008) "%s is now configured in %s; beacon no "
@@ -267,7 +297,7 @@ int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
             beacon_registry_forget(e);
             (*forgotten)++;
         }
-        else if (restore_member(ws, slots, policy->params, e, p)) {
+        else if (restore_member(ws, slots, policy, e, p)) {
             restored++;
         }
     }

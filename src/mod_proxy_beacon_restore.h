@@ -23,6 +23,8 @@ typedef struct {
     const beacon_member_params *params; /* ProxyBeaconMemberParams */
     int slots;                    /* slots=: member slots reserved */
     unsigned entries;             /* the registry's: the receiver's capacity */
+    beacon_reach_gate_t reach;    /* ProxyBeaconAllow and allow= (no source):
+                                   * a member they refuse is not restored */
 } beacon_member_policy;
 
 /*

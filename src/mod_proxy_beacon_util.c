@@ -31,6 +31,15 @@ const char *beacon_held_back(apr_pool_t *p, unsigned suppressed)
                       : "";
 }
 
+const char *beacon_refused_by(apr_pool_t *p, const beacon_reach_gate_t *gate,
+                              int by_balancer, const char *balancer)
+{
+    if (by_balancer) {
+        return apr_pstrcat(p, " (allow= of ", balancer, ")", NULL);
+    }
+    return gate->receiver ? " (ProxyBeaconAllow)" : "";
+}
+
 apr_status_t beacon_watchdog_start(apr_pool_t *pconf, const char *name,
                                    apr_interval_time_t interval, void *data,
                                    ap_watchdog_callback_fn_t *callback)

@@ -46,6 +46,12 @@ int beacon_rate_allows(beacon_rate_limit *rl, apr_time_t now,
 /* " (and N more since the last report)", or "" when none were held. */
 const char *beacon_held_back(apr_pool_t *p, unsigned suppressed);
 
+/* Whose list refused a url, for the line that says so: " (allow= of
+ * balancer://NAME)", " (ProxyBeaconAllow)", or "" when the defaults did
+ * (their message says so). balancer: "balancer://NAME". */
+const char *beacon_refused_by(apr_pool_t *p, const beacon_reach_gate_t *gate,
+                              int by_balancer, const char *balancer);
+
 /*
  * Registers callback on a mod_watchdog singleton of its own, called every
  * interval. check_config has made sure mod_watchdog is loaded. A failure

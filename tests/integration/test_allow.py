@@ -20,7 +20,7 @@ import socket
 
 import pytest
 
-from beacon_env import Announcer, receiver_config, start_receiver, wait_member
+from beacon_env import Announcer, receiver_config, restart, start_receiver, wait_member
 from httpd import free_port, wait_for
 from test_registry import registry_file
 from test_status import STATUS_PAGE
@@ -279,3 +279,27 @@ def test_a_good_list_passes_the_config_test(httpd_factory):
               "*.svc.cluster.local source\n"))
     rc, out = h.check_config()
     assert rc == 0, out
+
+
+# ---- restarts ----------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["graceful", "stop and start"])
+def test_a_restart_with_a_tighter_list_does_not_restore_what_it_refuses(
+        httpd_factory, backend_factory, how):
+    h, a = allow_proxy(httpd_factory)
+    b = backend_factory("b")
+    kept, dropped = b.url, "http://127.0.0.2:%d" % b.port
+    joins(h, a, kept)
+    joins(h, a, dropped)
+    h.tail_config = h.tail_config.replace(
+        "ProxyBeaconListen", "ProxyBeaconAllow 127.0.0.1\nProxyBeaconListen")
+    h.write_config()  # what a graceful restart reads
+    mark = h.log_size()
+    restart(h, how)
+    h.wait_log(r"BCN00157: not restoring %s in balancer://cluster: url not allowed: "
+               r"no entry allows it \(ProxyBeaconAllow\); beacon no longer manages it"
+               % re.escape(dropped), since=mark if how == "graceful" else 0)
+    wait_member(h, kept)
+    wait_for(lambda: dropped not in member_names(h), 10, f"{dropped} gone")
+    # and it cannot come back
+    refused(h, a, dropped)
