@@ -72,24 +72,31 @@ static const command_t commands[] = {
      drain_options, run_drain},
     {"listen",
      "--bind ADDR:PORT [--max-skew SECONDS] [--count N]\n"
-     "[--service NAME]\n"
+     "[--service NAME] [--allow LIST ...]\n"
      "[--secret-file FILE ... | --secret-exec COMMAND ...]",
      "Receives datagrams and prints one line for each: what a proxy with\n"
-     "the same secret, max skew and service would decide. The tool to\n"
-     "reach for when a backend never joins. During a rotation give\n"
-     "--secret-file (or --secret-exec) once per secret, at most 4: any\n"
-     "of them verifies, as\n"
-     "on a proxy with several ProxyBeaconSecret lines.\n"
+     "the same secret, max skew, service and ProxyBeaconAllow would\n"
+     "decide. The tool to reach for when a backend never joins. During a\n"
+     "rotation give --secret-file (or --secret-exec) once per secret, at\n"
+     "most 4: any of them verifies, as on a proxy with several\n"
+     "ProxyBeaconSecret lines.\n"
      "  accepted url=<canonical> host=.. pid=.. seq=.. ts=.. [svc=..]\n"
      "      [ctx=..] [route=..] [lbfactor=..] [state=..] from IP:PORT\n"
      "      -> add|renew|disable|enable|ignore\n"
      "  accepted heartbeat host=.. pid=.. seq=.. ts=.. [svc=..] from IP:PORT\n"
      "  dropped <reason> from IP:PORT[: detail]\n"
      "  (a bad field names its key: dropped bad field svc from ...)\n"
+     "  dropped url not allowed from IP:PORT: url=<canonical> (why)\n"
      "Fields keep the wire order; absent ones are left out. The replay\n"
      "check starts empty, like a proxy just started, and counts every add\n"
      "as done. Bytes from the network are shown escaped (\\xNN). Output\n"
-     "is flushed after each line.",
+     "is flushed after each line.\n"
+     "\n"
+     "To try a ProxyBeaconAllow policy on live traffic before deploying\n"
+     "it, listen on a spare port that the senders also announce to, and\n"
+     "read which urls it would refuse:\n"
+     "  beaconctl listen --bind 10.0.0.1:5556 --secret-file FILE \\\n"
+     "      --allow 10.0.0.0/8,*.svc.cluster.local",
      listen_options, run_listen},
     {"sign",
      "--ts USEC [--url URL] [--host NAME] [--pid N] [--seq N]\n"

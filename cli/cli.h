@@ -71,6 +71,11 @@ void canonical_url(const char *url, char *out);
 /* --service: fails unless value is a service name (the svc= rule). */
 void check_service(const char *value);
 
+/* --allow LIST: adds LIST's ","-separated entries to reach, by libbeacon's
+ * rule (beacon_reach_add_list, ProxyBeaconAllow's); a bad entry is a
+ * usage error naming it and the problem, and adds none of LIST. */
+void add_allow_list(apr_pool_t *p, beacon_reach_t *reach, const char *list);
+
 /*
  * --service, --route and --lbfactor of send and sign, each NULL when not
  * given: checked by the rules of svc=, route= and lbfactor= (a value a
@@ -139,7 +144,8 @@ enum {
     OPT_LBFACTOR,
     OPT_CTX,
     OPT_FOR,
-    OPT_UNTIL_COMMAND
+    OPT_UNTIL_COMMAND,
+    OPT_ALLOW
 };
 
 /* One option: the --help text is generated from the same table. */

@@ -187,6 +187,16 @@ void check_service(const char *value)
     }
 }
 
+void add_allow_list(apr_pool_t *p, beacon_reach_t *reach, const char *list)
+{
+    beacon_span_t bad;
+    const char *err = beacon_reach_add_list(reach, list, strlen(list), &bad);
+
+    if (err != NULL) {
+        fail_value("allow", apr_pstrmemdup(p, bad.ptr, bad.len), err);
+    }
+}
+
 void set_v11_fields(beacon_announcement_t *a, const char *service,
                     const char *route, const char *lbfactor)
 {

@@ -21,6 +21,7 @@
 /* The options as given, before any is checked. */
 typedef struct {
     const char *bind, *max_skew, *count, *service;
+    beacon_reach_t *allow;                 /* every --allow; NULL: none */
     secret_arg_t secrets[BEACON_MAX_KEYS]; /* none: the environment */
     unsigned nsecrets;
 } listen_args_t;
@@ -45,6 +46,15 @@ const option_t listen_options[] = {
      "a datagram whose svc= is not NAME, or that has\n"
      "none, is dropped as wrong service",
      ONCE(listen_args_t, service)},
+    {"allow", OPT_ALLOW, "LIST",
+     "decide as a proxy with ProxyBeaconAllow: a url\n"
+     "must point at an entry of LIST (comma-separated:\n"
+     "networks 10.0.0.0/8, addresses, names, *.suffix,\n"
+     "source for the sender's own address), by the\n"
+     "proxy's very rule; names are matched as written,\n"
+     "never resolved. Repeat it to add entries. Without\n"
+     "it, the defaults: any url but link-local,\n"
+     "unspecified, multicast and broadcast addresses", 0},
     SECRET_FILE_OPTION(0), /* once per secret */
     SECRET_EXEC_OPTION(0),
     HELP_OPTION,
@@ -55,6 +65,7 @@ typedef struct {
     beacon_key_t keys[BEACON_MAX_KEYS]; /* any of them verifies */
     unsigned nkeys;
     apr_interval_time_t max_skew;
+    const beacon_reach_t *allow;        /* --allow; NULL: the defaults */
     apr_int64_t count;                  /* datagrams to take; 0: no end */
     apr_socket_t *sock;
     apr_pool_t *p;
@@ -148,6 +159,9 @@ static void put_drop_detail(const listener_t *l, beacon_reason_t reason,
     case BEACON_DROP_TABLE_FULL:
         printf(": url=%s", ev->url);
         break;
+    case BEACON_DROP_URL_NOT_ALLOWED:
+        printf(": url=%s (%s)", ev->url, ev->refusal ? ev->refusal : "?");
+        break;
     default: /* embedded NUL, bad frame, duplicate field, bad ts, bad field */
         put_datagram(buf, len);
         break;
@@ -181,18 +195,36 @@ static void put_accepted(beacon_event_t *ev, const char *peer)
     }
 }
 
+/* The sender's address, for "source" entries; NULL if not IP. */
+static const struct sockaddr *source_of(const apr_sockaddr_t *from)
+{
+    if (from->family == APR_INET) {
+        return (const struct sockaddr *)&from->sa.sin;
+    }
+#if APR_HAVE_IPV6
+    if (from->family == APR_INET6) {
+        return (const struct sockaddr *)&from->sa.sin6;
+    }
+#endif
+    return NULL;
+}
+
 /* One line for one datagram: what a receiver would decide. */
 static void report(listener_t *l, const char *buf, apr_size_t len,
                    const apr_sockaddr_t *from)
 {
     apr_time_t now = apr_time_now();
+    beacon_reach_gate_t gate;
     beacon_event_t ev;
     beacon_reason_t reason;
     char peer[128];
 
     format_peer(from, peer, sizeof(peer));
+    gate.receiver = l->allow; /* NULL: the defaults, as a proxy without */
+    gate.balancer = NULL;     /* ProxyBeaconAllow; no balancer narrows */
+    gate.source = source_of(from);
     reason = beacon_receive_any(l->table, l->keys, l->nkeys, buf, len, now,
-                                NULL, &ev);
+                                &gate, &ev);
     if (reason == BEACON_OK) {
         put_accepted(&ev, peer);
     }
@@ -222,9 +254,17 @@ static void parse_listen_options(apr_pool_t *p, const command_t *cmd,
 
     memset(args, 0, sizeof(*args));
     opts_init(&o, p, cmd, argc, argv);
-    /* the only options not stored by opts_next: one per secret during a
-     * rotation, as ProxyBeaconSecret */
+    /* the only options not stored by opts_next: --allow, and one per
+     * secret during a rotation, as ProxyBeaconSecret */
     while ((optch = opts_next(&o, args, &arg)) != 0) {
+        if (optch == OPT_ALLOW) { /* repeatable: the lists add up */
+            if (args->allow == NULL) {
+                args->allow = apr_palloc(p, sizeof(*args->allow));
+                beacon_reach_init(args->allow);
+            }
+            add_allow_list(p, args->allow, arg);
+            continue;
+        }
         if (args->nsecrets == BEACON_MAX_KEYS) {
             fail(EXIT_USAGE, "--secret-file and --secret-exec: at most %d "
                  "secrets", BEACON_MAX_KEYS);
@@ -240,6 +280,7 @@ static void setup_listener(apr_pool_t *p, const listen_args_t *args,
     unsigned i;
 
     l->p = p;
+    l->allow = args->allow;
     l->max_skew = BEACON_DEFAULT_MAX_SKEW;
     if (args->max_skew && (!parse_duration(args->max_skew, &l->max_skew) ||
                            l->max_skew <= 0)) {
@@ -306,6 +347,21 @@ static void open_socket(apr_pool_t *p, const char *bind_arg, const char *host,
 
 /* ------------------------------------------------------------------ */
 /* The command                                                         */
+
+/* The --allow entries as libbeacon reads them back, for the first line;
+ * "" without --allow. */
+static const char *allow_text(apr_pool_t *p, const beacon_reach_t *allow)
+{
+    apr_size_t size = (apr_size_t)BEACON_REACH_MAX_ENTRIES *
+                      (BEACON_REACH_NAME_MAX + 3);
+    char *buf;
+
+    if (allow == NULL) {
+        return "";
+    }
+    buf = apr_palloc(p, size);
+    return beacon_reach_text(allow, buf, size);
+}
 
 /* Reports what is queued. --count and a stop signal end it between
  * lines, never within one. */
@@ -382,9 +438,10 @@ int run_listen(apr_pool_t *p, const command_t *cmd, int argc,
     setup_listener(p, &args, &l);
     open_socket(p, args.bind, host, port, &l, where, sizeof(where));
     catch_stop_signals(p);
-    printf("listening on %s (max skew %s%s%s)\n", where,
+    printf("listening on %s (max skew %s%s%s%s%s)\n", where,
            format_duration(p, l.max_skew),
-           l.table->service[0] ? ", service " : "", l.table->service);
+           l.table->service[0] ? ", service " : "", l.table->service,
+           l.allow ? ", allow " : "", allow_text(p, l.allow));
     flush_stdout();
     listen_loop(&l);
     apr_socket_close(l.sock);

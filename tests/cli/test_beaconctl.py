@@ -583,6 +583,116 @@ class ListenServiceTest(CliTestCase):
         self.listener.expect(rf"^accepted .* ts={ts + 1} svc=shop .* -> renew$")
 
 
+class ListenAllowTest(CliTestCase):
+    """listen --allow decides as a proxy with ProxyBeaconAllow: libbeacon's
+    reach rule, "source" being the address each datagram came from. Nothing
+    connects to these urls (listen only prints verdicts), so a link-local
+    one is safe to announce here."""
+
+    def listener(self, *allow):
+        args = []
+        for entry in allow:
+            args += ["--allow", entry]
+        listener = Listener(*args)
+        self.addCleanup(listener.stop)
+        return listener
+
+    def signed(self, url):
+        r = run(["sign", "--url", url, "--ts", "now"], secret=HEX_SECRET)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.rstrip("\n")
+
+    def verdict(self, listener, url, source="127.0.0.1"):
+        """The line for url, announced from source (a loopback address)."""
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind((source, 0))
+            s.sendto(self.signed(url).encode(), ("127.0.0.1", listener.port))
+        return listener.expect(r"^(accepted|dropped) ")
+
+    def assert_accepted(self, listener, url, canonical, source="127.0.0.1"):
+        self.assertRegex(self.verdict(listener, url, source),
+                         rf"^accepted url={re.escape(canonical)} .*"
+                         rf"from {re.escape(source)}:\d+ -> add$")
+
+    def assert_refused(self, listener, url, canonical, why,
+                       source="127.0.0.1"):
+        self.assertRegex(self.verdict(listener, url, source),
+                         rf"^dropped url not allowed from "
+                         rf"{re.escape(source)}:\d+: "
+                         rf"url={re.escape(canonical)} \({why}\)$")
+
+    def test_the_defaults_refuse_link_local_only(self):
+        listener = self.listener()
+        self.assertRegex(listener.seen[0], r"^listening on 127\.0\.0\.1:\d+ "
+                                           r"\(max skew 30 s\)$")
+        self.assert_refused(listener, "http://169.254.169.254",
+                            "http://169.254.169.254", r"a link-local .*")
+        self.assert_refused(listener, "HTTP://169.254.169.254:80/",
+                            "http://169.254.169.254", r"a link-local .*")
+        self.assert_accepted(listener, "http://127.0.0.1:8101",
+                             "http://127.0.0.1:8101")
+
+    def test_an_address_allows_itself_only(self):
+        listener = self.listener("127.0.0.2")
+        self.assertRegex(listener.seen[0], r"^listening on 127\.0\.0\.1:\d+ "
+                                           r"\(max skew 30 s, allow "
+                                           r"127\.0\.0\.2\)$")
+        self.assert_refused(listener, "http://127.0.0.1:8102",
+                            "http://127.0.0.1:8102", "no entry allows it")
+        self.assert_accepted(listener, "http://127.0.0.2:8102",
+                             "http://127.0.0.2:8102")
+
+    def test_source_is_the_address_the_datagram_came_from(self):
+        listener = self.listener("source")
+        self.assert_accepted(listener, "http://127.0.0.1:8103",
+                             "http://127.0.0.1:8103")
+        self.assert_refused(listener, "http://127.0.0.2:8103",
+                            "http://127.0.0.2:8103", "no entry allows it")
+        # the same url from 127.0.0.2 itself is its sender's address
+        self.assert_accepted(listener, "http://127.0.0.2:8103",
+                             "http://127.0.0.2:8103", source="127.0.0.2")
+        # and "source" never opens link-local
+        self.assert_refused(listener, "http://169.254.169.254",
+                            "http://169.254.169.254", r"a link-local .*")
+
+    def test_a_suffix_allows_names_under_it_only(self):
+        listener = self.listener("*.svc.local")
+        self.assert_accepted(listener, "http://a.svc.local",
+                             "http://a.svc.local")
+        self.assert_accepted(listener, "http://B.a.SVC.local:8104",
+                             "http://b.a.svc.local:8104")
+        self.assert_refused(listener, "http://svc.local", "http://svc.local",
+                            "no entry allows it")
+        # a name entry never allows an address, nor an address a name
+        self.assert_refused(listener, "http://127.0.0.1:8104",
+                            "http://127.0.0.1:8104", "no entry allows it")
+
+    def test_lists_add_up(self):
+        listener = self.listener("127.0.0.2,*.svc.local", "10.0.0.0/8",
+                                 "127.0.0.2")
+        self.assertRegex(listener.seen[0], r", allow 127\.0\.0\.2 "
+                                           r"\*\.svc\.local 10\.0\.0\.0/8\)$")
+        self.assert_accepted(listener, "http://a.svc.local:8105",
+                             "http://a.svc.local:8105")
+        self.assert_accepted(listener, "http://127.0.0.2:8105",
+                             "http://127.0.0.2:8105")
+        self.assert_refused(listener, "http://127.0.0.3:8105",
+                            "http://127.0.0.3:8105", "no entry allows it")
+
+    def test_a_bad_entry_is_a_usage_error_naming_it(self):
+        for allow, entry, problem in (
+                ("10.1.0.0/8", "10.1.0.0/8", "bits set past its prefix"),
+                ("127.0.0.1,10.1.0.0/8", "10.1.0.0/8", "prefix length"),
+                ("127.0.0.1,,a.svc.local", "", "an empty entry"),
+                ("a.*.local", "a.*.local", "wildcard"),
+                ("[::1]", "[::1]", "without brackets")):
+            with self.subTest(allow=allow):
+                r = run(["listen", "--bind", "127.0.0.1:0", "--allow", allow],
+                        secret=HEX_SECRET)
+                self.assert_one_line_error(
+                    r, must_contain=[f"--allow '{entry}': ", problem])
+
+
 class SecretEnvironmentTest(CliTestCase):
     """BEACON_SECRET is taken out of beaconctl's environment as it starts.
     What can be seen from outside is /proc/PID/environ, the memory the
@@ -1075,7 +1185,7 @@ class HelpTest(CliTestCase):
         "drain": ["--for", "--until-command", "--to", "--url", "--host",
                   "--service", "--ctx", "--route", "--lbfactor", "--interval",
                   "--verbose", "--secret-file", "--secret-exec", "--help"],
-        "listen": ["--bind", "--max-skew", "--count", "--service",
+        "listen": ["--bind", "--max-skew", "--count", "--service", "--allow",
                    "--secret-file", "--secret-exec", "--help"],
         "sign": ["--url", "--host", "--pid", "--seq", "--ts", "--service",
                  "--ctx", "--route", "--lbfactor", "--state", "--secret-file",
