@@ -620,6 +620,7 @@ int beacon_receiver_views(apr_pool_t *p, const server_rec *only,
         (*views)[n].label = r->label;
         (*views)[n].balancer = r->bal ? r->bal->name : NULL;
         (*views)[n].service = r->service;
+        (*views)[n].allow = r->bal ? r->bal->allow : NULL;
         (*views)[n].shares_listener = r->listener->nlanes > 1;
         (*views)[n].target = r->target;
         (*views)[n].shared = r->shared;

@@ -18,6 +18,7 @@ typedef struct {
     const char *label;                 /* listen address */
     const char *balancer;              /* bare name; NULL in log-only mode */
     const char *service;               /* NULL: the announcements without */
+    const beacon_reach_t *allow;       /* its balancer's allow=, or NULL */
     int shares_listener;               /* other balancers listen with it */
     beacon_balancer *target;           /* NULL in log-only mode */
     const beacon_receiver_status *shared;

@@ -231,7 +231,11 @@ static void print_receiver_json(request_rec *r, const beacon_shown_receiver *sr)
     json_str_or_null(r, beacon_view_balancer(r->pool, v));
     ap_rputs(", \"service\": ", r);
     json_str_or_null(r, v->service);
-    ap_rprintf(r, ", \"timeout\": %.3f, \"max_skew\": %.3f, \"records\": %u, "
+    ap_rputs(", \"allow\": {\"receiver\": ", r);
+    json_str_or_null(r, beacon_view_allow(r->pool, v->conf->allow));
+    ap_rputs(", \"balancer\": ", r);
+    json_str_or_null(r, beacon_view_allow(r->pool, v->allow));
+    ap_rprintf(r, "}, \"timeout\": %.3f, \"max_skew\": %.3f, \"records\": %u, "
                "\"capacity\": %d, \"owner_pid\": %" APR_INT64_T_FMT
                ", \"listening\": %s", beacon_seconds(v->conf->timeout.value),
                beacon_seconds(v->conf->max_skew.value), sr->nrows, v->shared->capacity,

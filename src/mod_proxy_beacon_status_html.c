@@ -179,6 +179,20 @@ static unsigned member_badges(const beacon_shown_record *row,
 /* ------------------------------------------------------------------ */
 /* A receiver                                                          */
 
+/* What members may point at: the receiver's list (or its defaults), and
+ * the balancer's allow= that narrows it. */
+static void print_allow(request_rec *r, const beacon_shown_receiver *sr)
+{
+    const char *receiver = beacon_view_allow(r->pool, sr->v->conf->allow);
+    const char *balancer = beacon_view_allow(r->pool, sr->v->allow);
+
+    ap_rprintf(r, "<dt>allow</dt><dd>%s%s%s</dd>",
+               receiver ? html(r->pool, receiver)
+                        : "all but link-local, unspecified, multicast, broadcast",
+               balancer ? "; within it " : "",
+               balancer ? html(r->pool, balancer) : "");
+}
+
 static void print_receiver_facts(request_rec *r, const beacon_shown_receiver *sr)
 {
     const beacon_server_conf *c = sr->v->conf;
@@ -195,6 +209,7 @@ static void print_receiver_facts(request_rec *r, const beacon_shown_receiver *sr
                                 : "none (add-only)",
                human_duration(r->pool, beacon_seconds(c->max_skew.value)),
                sr->nrows, sr->v->shared->capacity);
+    print_allow(r, sr);
     if (sr->growth_used >= 0) {
         ap_rprintf(r, "<dt>growth slots</dt><dd>%d used, %d free, %d "
                    "recyclable now</dd>", sr->growth_used, sr->growth_free,

@@ -156,6 +156,20 @@ const char *beacon_view_balancer(apr_pool_t *p, const beacon_receiver_view *v)
     return v->balancer ? apr_pstrcat(p, "balancer://", v->balancer, NULL) : NULL;
 }
 
+const char *beacon_view_allow(apr_pool_t *p, const beacon_reach_t *reach)
+{
+    /* an entry is at most a name of BEACON_REACH_NAME_MAX and "*." */
+    apr_size_t size;
+    char *buf;
+
+    if (reach == NULL) {
+        return NULL;
+    }
+    size = reach->n * (BEACON_REACH_NAME_MAX + 4) + 1;
+    buf = apr_palloc(p, size);
+    return beacon_reach_text(reach, buf, size);
+}
+
 const char *beacon_view_targets(apr_pool_t *p, const beacon_server_conf *conf)
 {
     const char *text = "";

@@ -96,4 +96,8 @@ const char *beacon_view_balancer(apr_pool_t *p, const beacon_receiver_view *v);
 /* A sender's ProxyBeaconAddress names, space-separated. */
 const char *beacon_view_targets(apr_pool_t *p, const beacon_server_conf *conf);
 
+/* A reach list's entries, space-separated; NULL for none (the receiver's
+ * defaults, or no narrowing by the balancer). */
+const char *beacon_view_allow(apr_pool_t *p, const beacon_reach_t *reach);
+
 #endif /* MOD_PROXY_BEACON_VIEW_H */

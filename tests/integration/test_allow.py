@@ -110,6 +110,7 @@ def test_the_defaults_refuse_addresses_no_backend_has(httpd_factory, backend_fac
     joins(h, a, b.url)  # a normal member still joins meanwhile
     assert url not in member_names(h)
     assert receiver_json(h)["dropped"]["url_not_allowed"] == 1
+    assert receiver_json(h)["allow"] == {"receiver": None, "balancer": None}
 
 
 def test_the_port_of_the_unspecified_address_does_not_matter(httpd_factory,
@@ -188,6 +189,11 @@ def test_a_balancers_allow_narrows_the_receivers_list(httpd_factory, backend_fac
             "no entry allows it (allow= of balancer://cluster)", mark)
     # in the balancer's, not in the receiver's: both must allow
     refused(h, a, "http://10.1.2.3:8080")
+    # the views show both lists, as libbeacon writes them back
+    assert receiver_json(h)["allow"] == {"receiver": "127.0.0.0/8",
+                                         "balancer": "127.0.0.1 10.0.0.0/8"}
+    status, page = h.get("/beacon-status")
+    assert status == 200 and "127.0.0.0/8; within it 127.0.0.1 10.0.0.0/8" in page, page
 
 
 def test_a_virtual_host_inherits_the_main_servers_list(httpd_factory, backend_factory):
