@@ -499,6 +499,26 @@ static void gen_endpoints(void)
     }
 }
 
+/* A list of max + 1 entries HEAD0,HEAD1,... ("one entry too many"), and
+ * of max ("the bound"). */
+static void put_bound(const char *target, const char *prefix,
+                      const char *head, size_t max)
+{
+    char many[4096];
+    size_t i, off = 0;
+
+    for (i = 0; i <= max && off < sizeof many; i++) {
+        off += (size_t)snprintf(many + off, sizeof many - off, "%s%s%zu",
+                                i ? "," : "", head, i);
+    }
+    if (off >= sizeof many) {
+        fprintf(stderr, "mkcorpus: %s: %zu entries do not fit\n", target, max);
+        exit(1);
+    }
+    put(target, prefix, "one entry too many", many, off);
+    put(target, prefix, "the bound", many, (size_t)(strrchr(many, ',') - many));
+}
+
 /* fuzz_allow: list A, list B and a path, one a line: the forms of an
  * entry, each bad entry of the unit tests, conflicting and nested pairs,
  * paths at each boundary. */
@@ -527,19 +547,12 @@ static void gen_allow(void)
         {"no path", "/a\n/b"},
         {"odd first byte: one bucket", "/a,/b,/c,/d,/e,/f,/g,/h,/i,/j\n/k\n/a/b/c"},
     };
-    char many[BEACON_ALLOW_MAX_ENTRIES * 8 + 16];
-    size_t i, off = 0;
+    size_t i;
 
     for (i = 0; i < ARRAY_LEN(rows); i++) {
         put_str("fuzz_allow", "allow", rows[i].name, rows[i].input);
     }
-    /* one entry more than the bound, then the bound itself */
-    for (i = 0; i <= BEACON_ALLOW_MAX_ENTRIES; i++) {
-        off += (size_t)snprintf(many + off, sizeof many - off, "%s/c%zu",
-                                i ? "," : "", i);
-    }
-    put("fuzz_allow", "allow", "one entry too many", many, off);
-    put("fuzz_allow", "allow", "the bound", many, (size_t)(strrchr(many, ',') - many));
+    put_bound("fuzz_allow", "allow", "/c", BEACON_ALLOW_MAX_ENTRIES);
 }
 
 /* fuzz_routes: a control byte (bits 0-1 the few-bucket image, 2-4 how
@@ -597,6 +610,55 @@ static void gen_routes(void)
     }
 }
 
+/* fuzz_reach: a list, a url (or a bare host) and a source, one a line:
+ * each kind of entry, the bad entries of the unit tests, the defaults'
+ * ranges in every inet_aton spelling, mapped addresses and sources. */
+static void gen_reach(void)
+{
+    static const struct {
+        const char *name, *input;
+    } rows[] = {
+        {"networks", "10.0.0.0/8,fd00::/8,192.168.1.7,::1\nhttp://10.1.2.3:8080\n10.1.2.3"},
+        {"mapped network", "::ffff:10.0.0.0/104\nhttp://[::ffff:10.1.2.3]\n::ffff:10.1.2.3"},
+        {"ipv6 all not ipv4", "::/0\n10.1.2.3\n"},
+        {"ipv4 all not link-local", "0.0.0.0/0,source\n169.254.169.254\n169.254.169.254"},
+        {"link-local opened", "169.254.169.254,169.254.0.0/16,fe80::/10\nhttp://[fe80::1]\n"},
+        {"link-local decimal", "0.0.0.0/0\n2852039166\n"},
+        {"link-local hex", "0.0.0.0/0\n0xa9.0xfe.0xa9.0xfe\n"},
+        {"link-local octal", "0.0.0.0/0\n0251.0376.0251.0376\n"},
+        {"link-local two parts", "169.254.0.0/16\n169.254.43518\n"},
+        {"link-local trailing dot", "\n169.254.169.254.\n"},
+        {"link-local mapped", "\nhttp://[::ffff:169.254.169.254]\n"},
+        {"unspecified", "source\nhttp://0.0.0.0:8080\n0.0.0.0"},
+        {"unspecified v6", "::/0\nhttp://[::]\n::"},
+        {"multicast", "224.0.0.0/4\n224.0.0.1\n"},
+        {"multicast v6", "ff00::/8,ff02::1\nhttp://[ff02::1]\n"},
+        {"broadcast", "255.255.255.255\n255.255.255.255\n"},
+        {"zero x", "0x\n0x\n"},
+        {"zero x then a part", "0x.1\nhttp://0x.1:8080\n"},
+        {"names", "api.internal,API.Example.,*.svc.cluster.local\nhttp://a.b.svc.cluster.local.\n"},
+        {"suffix bare", "*.svc.cluster.local\nsvc.cluster.local\n"},
+        {"name is no address", "localhost,*.1\n127.0.0.1\n127.0.0.1"},
+        {"source v6", "source\nhttp://[fd00::7]:81\nfd00::7"},
+        {"source mapped", "source\n10.1.2.3\n::ffff:10.1.2.3"},
+        {"source no source", "source\n10.9.9.9\n"},
+        {"duplicates", "10.0.0.0/8,::ffff:10.0.0.0/104,a.x,A.X.,source,SOURCE\na.x\n"},
+        {"bad prefix", "10.0.0.0/33,::/129\n\n"},
+        {"bits past prefix", "10.1.0.0/8\n\n"},
+        {"brackets", "[::1]\n\n"},
+        {"not four decimal", "10.1,0x7f.0.0.1,10.0.0.256\n\n"},
+        {"bad wildcards", "*,*.,a.*.b,**.x,*x.y\n\n"},
+        {"bad in the middle", "a.example,10.1,b.example\na.example\n"},
+        {"empty entry", "a.example,,b.example\n\n"},
+    };
+    size_t i;
+
+    for (i = 0; i < ARRAY_LEN(rows); i++) {
+        put_str("fuzz_reach", "reach", rows[i].name, rows[i].input);
+    }
+    put_bound("fuzz_reach", "reach", "h", BEACON_REACH_MAX_ENTRIES);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -615,5 +677,6 @@ int main(int argc, char **argv)
     gen_endpoints();
     gen_allow();
     gen_routes();
+    gen_reach();
     return 0;
 }

@@ -120,7 +120,10 @@ static int is_digit(char c)
 
 static char lower(char c)
 {
-    return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+    if (c >= 'A' && c <= 'Z') {
+        return (char)(c - 'A' + 'a');
+    }
+    return c;
 }
 
 /* One part of an inet_aton address: decimal, 0x hex or 0 octal; 0 when
@@ -133,6 +136,9 @@ static int aton_part(const char *s, apr_size_t len, apr_uint64_t limit,
     apr_uint64_t v = 0;
 
     if (len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        if (len == 2) {
+            return 0; /* "0x" and no digit: inet_aton reads no number */
+        }
         base = 16;
         i = 2;
     }
@@ -165,7 +171,7 @@ static int aton_part(const char *s, apr_size_t len, apr_uint64_t limit,
  */
 static int parse_ipv4_any(const char *s, apr_size_t len, unsigned char out[4])
 {
-    apr_uint64_t parts[4], value = 0, last_limit;
+    apr_uint64_t parts[4] = {0}, value = 0, last_limit;
     unsigned n = 0, i;
     apr_size_t start = 0, k;
 
@@ -196,12 +202,13 @@ static int parse_ipv4_any(const char *s, apr_size_t len, unsigned char out[4])
     return 1;
 }
 
-/* inet_pton of s[0..len) (no NUL needed): 1 when it is an address of af. */
+/* inet_pton of s[0..len) (no NUL needed, none allowed: inet_pton would
+ * stop there): 1 when it is an address of af. */
 static int pton(int af, const char *s, apr_size_t len, unsigned char *out)
 {
     char text[INET6_ADDRSTRLEN];
 
-    if (len == 0 || len >= sizeof(text)) {
+    if (len == 0 || len >= sizeof(text) || memchr(s, '\0', len) != NULL) {
         return 0;
     }
     memcpy(text, s, len);
@@ -347,7 +354,9 @@ static int looks_like_address(const char *s, apr_size_t len)
     for (i = 0; i < alen; i++) {
         plain = plain && (is_digit(s[i]) || s[i] == '.');
     }
-    return plain || slash != NULL || parse_ipv4_any(s, alen, v4);
+    /* with a root dot too: a url's host is read without it */
+    return plain || slash != NULL ||
+           parse_ipv4_any(s, without_root_dot(s, alen), v4);
 }
 
 static const char *parse_entry(const char *s, apr_size_t len,
@@ -608,7 +617,10 @@ static void entry_text(const beacon_reach_entry_t *e, char *out,
         apr_cpystrn(out, "source", size);
         return;
     case BEACON_REACH_NAME:
-        apr_cpystrn(out, e->name, size);
+        /* the host named "source" with its root dot, or it reads back as
+         * the keyword */
+        apr_snprintf(out, size, "%s%s", e->name,
+                     strcmp(e->name, "source") == 0 ? "." : "");
         return;
     case BEACON_REACH_SUFFIX:
         apr_snprintf(out, size, "*%s", e->name);
