@@ -658,7 +658,16 @@ static void check_url_verdict(const beacon_datagram_t *dg, beacon_reason_t r,
     FUZZ_CHECK(strcmp(ev->url, canon) == 0, "event url %s, canonical %s",
                ev->url, canon);
     fuzz_check_fixed_point(ev->url);
+    /* beacon_receive checks the default reach: exactly what it refuses */
+    FUZZ_CHECK((r == BEACON_DROP_URL_NOT_ALLOWED) ==
+                   (beacon_reach_refusal(NULL, canon, NULL) != NULL),
+               "reach verdict %s on %s", beacon_reason_name(r), canon);
     switch (r) {
+    case BEACON_DROP_URL_NOT_ALLOWED:
+        FUZZ_CHECK(ev->rec == NULL && ev->refusal != NULL &&
+                       beacon_table_find(table, ev->url) == NULL,
+                   "a refused url reached the table");
+        break;
     case BEACON_OK:
         FUZZ_CHECK(ev->rec != NULL && strcmp(ev->rec->url, ev->url) == 0,
                    "record for %s", ev->url);

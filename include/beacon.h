@@ -604,7 +604,10 @@ int beacon_allow_conflict(const beacon_allow_t *a, const beacon_allow_t *b,
  * ("127.1", "2852039166", "0xa9.0xfe.0xa9.0xfe"), so that no spelling of
  * an address passes as a name. An IPv4-mapped IPv6 address
  * (::ffff:169.254.169.254) is its IPv4 address, in urls, in sources and
- * in entries (::ffff:10.0.0.0/104 is 10.0.0.0/8).
+ * in entries (::ffff:10.0.0.0/104 is 10.0.0.0/8). Other IPv6 forms of an
+ * IPv4 address (the deprecated IPv4-compatible ::a.b.c.d, NAT64's
+ * 64:ff9b::/96) are IPv6 addresses: Linux does not route the former to
+ * IPv4, and the latter goes through a translator the network chose.
  *
  * The defaults refuse what no backend's address is: link-local
  * (169.254.0.0/16, fe80::/10, where cloud metadata services answer),
