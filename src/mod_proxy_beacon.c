@@ -325,6 +325,27 @@ static void warn_about_receivers(apr_pool_t *p, server_rec *main_s)
     }
 }
 
+/* A sender that advertises an address every receiver refuses unless its
+ * ProxyBeaconAllow names it (link-local, unspecified, ...): it would
+ * announce for ever and never join. */
+static void warn_about_senders(server_rec *main_s)
+{
+    server_rec *s;
+
+    for (s = main_s; s; s = s->next) {
+        const beacon_server_conf *conf = beacon_role_conf(s, main_s);
+        const char *why;
+
+        if (conf && conf->targets && conf->advertise &&
+            (why = beacon_reach_refusal(NULL, conf->advertise, NULL)) != NULL) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00158)
+                         "ProxyBeaconAdvertise %s: %s: receivers drop its "
+                         "announcements (url not allowed) unless their "
+                         "ProxyBeaconAllow lists it", conf->advertise, why);
+        }
+    }
+}
+
 /*
  * Warnings about a configuration that works but will surprise: said by
  * "apache2 -t" (from check_config), and in the error log of a server that
@@ -335,6 +356,7 @@ static void warn_about_config(apr_pool_t *p, server_rec *main_s)
 {
     warn_secret_on_server_info(main_s);
     warn_about_receivers(p, main_s);
+    warn_about_senders(main_s);
 }
 
 /*

@@ -20,7 +20,8 @@ import socket
 
 import pytest
 
-from beacon_env import Announcer, receiver_config, restart, start_receiver, wait_member
+from beacon_env import (Announcer, receiver_config, restart, sender_httpd, start_receiver,
+                        wait_member)
 from httpd import free_port, wait_for
 from test_registry import registry_file
 from test_status import STATUS_PAGE
@@ -309,3 +310,22 @@ def test_a_restart_with_a_tighter_list_does_not_restore_what_it_refuses(
     wait_for(lambda: dropped not in member_names(h), 10, f"{dropped} gone")
     # and it cannot come back
     refused(h, a, dropped)
+
+
+# ---- the sender's side -------------------------------------------------------
+
+def test_a_sender_advertising_what_the_defaults_refuse_is_warned(httpd_factory):
+    h = sender_httpd(httpd_factory, [f"127.0.0.1:{free_port()}"], advertise=False,
+                     extra="ProxyBeaconAdvertise http://169.254.169.254:8080\n")
+    rc, out = h.check_config()
+    assert rc == 0, out
+    assert ("BCN00158: ProxyBeaconAdvertise http://169.254.169.254:8080: a link-local "
+            "address (169.254.0.0/16), refused by default: receivers drop its "
+            "announcements (url not allowed) unless their ProxyBeaconAllow lists it"
+            in out), out
+
+
+def test_a_sender_advertising_a_normal_origin_is_not_warned(httpd_factory):
+    h = sender_httpd(httpd_factory, [f"127.0.0.1:{free_port()}"])
+    rc, out = h.check_config()
+    assert rc == 0 and "BCN00158" not in out, out
