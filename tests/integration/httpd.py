@@ -26,6 +26,20 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 APACHE2 = os.environ.get("APACHE2", "/usr/sbin/apache2")
+
+
+def binary_of(command):
+    """The executable a child of `command` runs, which gdb needs to read its
+    core: command itself when it is an ELF file, else the apache2 that a
+    wrapper script such as tools/asan-apache2 execs (BEACON_APACHE2, or
+    Debian's). Given the script, gdb reads no symbol and no stack matches."""
+    try:
+        with open(command, "rb") as f:
+            if f.read(4) == b"\x7fELF":
+                return command
+    except OSError:
+        pass
+    return os.environ.get("BEACON_APACHE2", "/usr/sbin/apache2")
 MODULES_DIR = Path("/usr/lib/apache2/modules")
 REPO = Path(__file__).resolve().parents[2]
 MANAGER_NS = {"h": "http://httpd.apache.org"}
@@ -417,7 +431,8 @@ class Httpd:
         for core in sorted(self.core_dir.glob("core*")):
             try:
                 r = subprocess.run(["gdb", "-batch", "-nx", "-ex", "bt", "-ex", "echo ====\\n",
-                                    "-ex", "thread apply all bt", APACHE2, str(core)],
+                                    "-ex", "thread apply all bt", binary_of(APACHE2),
+                                    str(core)],
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    text=True, timeout=60)
                 crashing, _, every = r.stdout.partition("====\n")
