@@ -104,10 +104,10 @@ static const char *allow_append(beacon_allow_t *allow, const char *s,
     return NULL;
 }
 
-const char *beacon_allow_add(beacon_allow_t *allow, const char *list,
-                             apr_size_t len, beacon_span_t *bad)
+const char *beacon_each_entry(const char *list, apr_size_t len,
+                              beacon_entry_fn *add, void *ctx,
+                              beacon_span_t *bad)
 {
-    unsigned before = allow->n;
     apr_size_t start = 0, i;
 
     for (i = 0; i <= len; i++) {
@@ -116,9 +116,7 @@ const char *beacon_allow_add(beacon_allow_t *allow, const char *list,
         if (i < len && list[i] != ',') {
             continue;
         }
-        msg = allow_append(allow, list + start, i - start);
-        if (msg != NULL) {
-            allow->n = before; /* entries past n are never read */
+        if ((msg = add(ctx, list + start, i - start)) != NULL) {
             if (bad != NULL) {
                 bad->ptr = list + start;
                 bad->len = i - start;
@@ -128,6 +126,23 @@ const char *beacon_allow_add(beacon_allow_t *allow, const char *list,
         start = i + 1;
     }
     return NULL;
+}
+
+static const char *append_to(void *allow, const char *s, apr_size_t len)
+{
+    return allow_append(allow, s, len);
+}
+
+const char *beacon_allow_add(beacon_allow_t *allow, const char *list,
+                             apr_size_t len, beacon_span_t *bad)
+{
+    unsigned before = allow->n;
+    const char *msg = beacon_each_entry(list, len, append_to, allow, bad);
+
+    if (msg != NULL) {
+        allow->n = before; /* entries past n are never read */
+    }
+    return msg;
 }
 
 int beacon_allow_permits(const beacon_allow_t *allow, const char *ctx,

@@ -53,6 +53,18 @@ apr_uint32_t beacon_routes_find(const beacon_routes_view_t *v, const char *path,
 _Atomic apr_uint32_t *beacon_board_seq(void *board, apr_uint32_t generation);
 char *beacon_board_image(void *board, apr_uint32_t generation);
 
+/*
+ * The ","-separated entries of list[0..len), each given to add(ctx, entry,
+ * entry_len) in turn (an empty one too: add says what is wrong with it).
+ * NULL, or the first message add returned, with *bad (when not NULL) that
+ * entry's span. Undoing the entries added before it is the caller's.
+ */
+typedef const char *beacon_entry_fn(void *ctx, const char *entry,
+                                    apr_size_t len);
+const char *beacon_each_entry(const char *list, apr_size_t len,
+                              beacon_entry_fn *add, void *ctx,
+                              beacon_span_t *bad);
+
 /* A macro's value as a string literal, for static messages that name a
  * bound ("more than " BEACON_STR(BEACON_ALLOW_MAX_ENTRIES) " entries"). */
 #define BEACON_STR_(x) #x

@@ -434,29 +434,21 @@ const char *beacon_reach_add(beacon_reach_t *reach, const char *entry,
     return NULL;
 }
 
+static const char *add_to(void *reach, const char *entry, apr_size_t len)
+{
+    return beacon_reach_add(reach, entry, len);
+}
+
 const char *beacon_reach_add_list(beacon_reach_t *reach, const char *list,
                                   apr_size_t len, beacon_span_t *bad)
 {
     unsigned before = reach->n;
-    apr_size_t start = 0, k;
+    const char *err = beacon_each_entry(list, len, add_to, reach, bad);
 
-    for (k = 0; k <= len; k++) {
-        const char *err;
-
-        if (k < len && list[k] != ',') {
-            continue;
-        }
-        if ((err = beacon_reach_add(reach, list + start, k - start)) != NULL) {
-            if (bad != NULL) {
-                bad->ptr = list + start;
-                bad->len = k - start;
-            }
-            reach->n = before;
-            return err;
-        }
-        start = k + 1;
+    if (err != NULL) {
+        reach->n = before;
     }
-    return NULL;
+    return err;
 }
 
 /* ------------------------------------------------------------------ */
