@@ -174,6 +174,25 @@ int beacon_worker_balancer_growth(apr_pool_t *p, server_rec *s,
     return b ? b->growth : -1;
 }
 
+/*
+ * Gives a member list room for n members, in place: the header stays the
+ * one that a virtual host's copy of an inherited balancer shares, so that
+ * copy keeps seeing every member.
+ */
+static void make_room(apr_array_header_t *list, int n)
+{
+    void *elts;
+
+    if (list->nalloc >= n) {
+        return;
+    }
+    elts = apr_pcalloc(list->pool, (apr_size_t)n * sizeof(proxy_worker *));
+    memcpy(elts, list->elts, (apr_size_t)list->nelts * sizeof(proxy_worker *));
+    list->elts = elts;
+    atomic_thread_fence(memory_order_release); /* the copy, then its use */
+    list->nalloc = n;
+}
+
 beacon_workers *beacon_worker_open(apr_pool_t *pconf, server_rec *s,
                                    const char *name)
 {
@@ -185,6 +204,13 @@ beacon_workers *beacon_worker_open(apr_pool_t *pconf, server_rec *s,
     if (ws->b == NULL || ws->b->s == NULL || ws->b->wslot == NULL) {
         return NULL;
     }
+    /* Room for a member in every slot, before any child exists: httpd
+     * makes the list with room for 5 and grows it by moving it
+     * (apr_array_push), which a walk in progress does not survive: it
+     * goes on reading the old storage up to the new count
+     * (balancer-manager crashed so in the owner child). Children that
+     * adopt members by sync then push into the room made here too. */
+    make_room(ws->b->workers, ws->b->max_workers);
     return ws;
 }
 
@@ -496,25 +522,18 @@ static void unlist(proxy_balancer *b, const proxy_worker *w)
 /*
  * Appends w, whole, to this child's member list. Request threads walk the
  * list without a lock (httpd's election, balancer-manager's pages), so the
- * slot is written before the count that makes it visible, and a full list
- * is replaced by a bigger copy (from the configuration's pool) rather than
- * grown in place; the old one stays valid for a walk in progress. Under
- * the thread lock.
+ * slot is written before the count that makes it visible. They read the
+ * storage once and the count at every step, so the storage must never
+ * move while they may walk: beacon_worker_open made room for every slot
+ * of the balancer, and every member holds one. Under the thread lock.
  */
 void beacon_worker_list(beacon_workers *ws, beacon_worker *w)
 {
     apr_array_header_t *list = ws->b->workers;
 
     if (list->nelts == list->nalloc) {
-        apr_array_header_t *bigger = apr_array_make(ws->conf->pool,
-                                                    list->nalloc * 2 + 1,
-                                                    sizeof(proxy_worker *));
-
-        memcpy(bigger->elts, list->elts,
-               (apr_size_t)list->nelts * sizeof(proxy_worker *));
-        bigger->nelts = list->nelts;
-        atomic_thread_fence(memory_order_release);
-        ws->b->workers = list = bigger;
+        /* not while each member holds a slot; grown as httpd grows it */
+        make_room(list, list->nalloc * 2 + 1);
     }
     ((proxy_worker **)list->elts)[list->nelts] = w;
     atomic_thread_fence(memory_order_release); /* the slot, then the count */

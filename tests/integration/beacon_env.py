@@ -11,6 +11,12 @@ from httpd import free_port, wait_for
 SECRET = "hex:00112233445566778899aabbccddeeff"
 
 
+# extra_config for an event MPM of one child: every request is served by
+# the child that also owns the receiver.
+ONE_CHILD = ("StartServers 1\nServerLimit 1\nThreadsPerChild 25\n"
+             "MaxRequestWorkers 25\nMinSpareThreads 1\nMaxSpareThreads 25\n")
+
+
 def receiver_config(udp_port, balancer="cluster", timeout=None, secret=SECRET,
                     listen=None, extra=""):
     """The directives of a receiver; balancer=None is log-only mode."""

@@ -4,13 +4,15 @@ balancer members, silent ones leave rotation, and nothing else gets in.
 
 Membership is read from balancer-manager, the way an operator would."""
 
+import http.client
 import re
 
 import pytest
 
 import beacon_wire as bw
-from beacon_env import (SECRET, Announcer, Heartbeat, enabled, fetch_until_each_answers,
-                        make_proxy, receiver_config, start_receiver, wait_member)
+from beacon_env import (ONE_CHILD, SECRET, Announcer, Heartbeat, enabled,
+                        fetch_until_each_answers, make_proxy, receiver_config,
+                        start_receiver, wait_member)
 from httpd import free_port, wait_for
 
 pytestmark = pytest.mark.beacon
@@ -287,6 +289,42 @@ def test_a_vhost_with_its_own_proxypass_reaches_new_members_in_every_child(
         resp = conn.getresponse()
         assert (resp.status, resp.read().decode()) == (200, "b")
         conn.close()
+
+
+def test_a_vhost_of_the_owner_child_reaches_every_member(httpd_factory, backend_factory):
+    """httpd makes a balancer's member list with room for 5, and a virtual
+    host's copy of an inherited balancer shares that list. The owner child
+    must add its members to the shared list, not to a bigger one of its
+    own, or the vhost there stops at the first 5 (the sixth never answers)."""
+    vport = free_port()
+    vhost = (f"Listen 127.0.0.1:{vport}\n<VirtualHost 127.0.0.1:{vport}>\n"
+             "    ServerName vhost.test\n    ProxyPass / balancer://cluster/\n"
+             "</VirtualHost>\n")
+    udp = free_port()
+    h = httpd_factory(growth=8, extra_config=ONE_CHILD,
+                      tail_config=vhost + receiver_config(udp))
+    start_receiver(h)
+    ann = Announcer(udp)
+    backends = [backend_factory(f"b{i}") for i in range(7)]
+    for b in backends:
+        ann.announce(b.url)
+        wait_member(h, b.url)
+    seen = set()
+
+    def all_seen():
+        conn = http.client.HTTPConnection("127.0.0.1", vport, timeout=10)
+        try:
+            conn.request("GET", "/")
+            resp = conn.getresponse()
+            if resp.status == 200:
+                seen.add(resp.read().decode())
+        finally:
+            conn.close()
+        return seen >= {b.name for b in backends}
+    try:
+        wait_for(all_seen, 10, "every member to answer through the vhost")
+    except AssertionError:
+        pytest.fail(f"through the vhost only {sorted(seen)} of 7 members answered")
 
 
 CONFIG_ERRORS = [

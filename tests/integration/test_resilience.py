@@ -11,7 +11,7 @@ import time
 import pytest
 
 import beacon_wire as bw
-from beacon_env import (Announcer, Heartbeat, Periodic, enabled, receiver_config,
+from beacon_env import (ONE_CHILD, Announcer, Heartbeat, Periodic, enabled, receiver_config,
                         start_receiver, wait_member)
 from httpd import free_port, logged_at, wait_for
 
@@ -202,3 +202,48 @@ def test_a_flood_of_forged_datagrams_starves_neither_members_nor_clients(
     assert "evicted backend" not in h.error_log()
     lines = [l for l in h.error_log().splitlines() if "mac mismatch" in l]
     assert len(lines) <= 2, "drops are rate-limited, not logged each"
+
+
+class ManagerReader(Periodic):
+    """Reads balancer-manager's XML view in a loop, as a monitoring script
+    would: its handler walks the member list without a lock."""
+
+    def __init__(self, h):
+        super().__init__(0)
+        self.h = h
+        self.reads = 0
+        self.errors = []
+
+    def tick(self):
+        try:
+            self.h.manager_xml()
+            self.reads += 1
+        except Exception as e:  # a dropped connection, a torn page: all failures
+            self.errors.append(repr(e))
+
+
+def test_balancer_manager_reads_survive_members_joining_in_bursts(httpd_factory):
+    """The owner child adds members while its request threads walk the list.
+    httpd grows a full list by moving it, and a walk in progress reads the
+    old storage up to the new count: the child crashed in balancer-manager
+    (a NULL member past the old end). One child, so every read is the
+    owner's; 100 members join at once, while three readers walk."""
+    udp = free_port()
+    h = httpd_factory(growth=100, extra_config=ONE_CHILD,
+                      tail_config=receiver_config(udp))
+    start_receiver(h)
+    ann = Announcer(udp)
+    urls = [f"http://127.0.0.1:{free_port()}" for _ in range(100)]
+    readers = [ManagerReader(h) for _ in range(3)]
+    for r in readers:
+        r.__enter__()
+    try:
+        wait_for(lambda: all(r.reads for r in readers), 10, "every reader to read once")
+        for url in urls:
+            ann.announce(url)
+        wait_for(lambda: len(h.balancer_members()) == len(urls), 10,
+                 "all 100 members in balancer-manager")
+    finally:
+        for r in readers:
+            r.__exit__()
+    assert [e for r in readers for e in r.errors] == []
