@@ -188,8 +188,8 @@ static void make_room(apr_array_header_t *list, int n)
     }
     elts = apr_pcalloc(list->pool, (apr_size_t)n * sizeof(proxy_worker *));
     memcpy(elts, list->elts, (apr_size_t)list->nelts * sizeof(proxy_worker *));
+    atomic_thread_fence(memory_order_release); /* the copy, then the storage */
     list->elts = elts;
-    atomic_thread_fence(memory_order_release); /* the copy, then its use */
     list->nalloc = n;
 }
 
