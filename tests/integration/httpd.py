@@ -121,6 +121,17 @@ def wait_for(cond, timeout, what, interval=0.02):
         time.sleep(interval)
 
 
+def get_from(port, path="/", headers=None):
+    """(status, body) of a GET to 127.0.0.1:port on a connection of its own:
+    for a listener that is not an Httpd's own port (a virtual host's)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path, headers=headers or {})
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode()
+    finally:
+        conn.close()
+
 def free_port():
     """A port free for both TCP and UDP on 127.0.0.1, never handed out twice
     in one run (so a beacon UDP port and an HTTP port cannot collide)."""

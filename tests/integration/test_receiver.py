@@ -4,7 +4,6 @@ balancer members, silent ones leave rotation, and nothing else gets in.
 
 Membership is read from balancer-manager, the way an operator would."""
 
-import http.client
 import re
 
 import pytest
@@ -13,7 +12,7 @@ import beacon_wire as bw
 from beacon_env import (ONE_CHILD, SECRET, Announcer, Heartbeat, enabled,
                         fetch_until_each_answers, make_proxy, receiver_config,
                         start_receiver, wait_member)
-from httpd import free_port, wait_for
+from httpd import free_port, get_from, wait_for
 
 pytestmark = pytest.mark.beacon
 
@@ -270,25 +269,25 @@ def test_balancer_persist_restores_workers_without_overwriting_them(httpd_factor
     fetch_until_each_answers(h, ["a", "b"])
 
 
+def proxypass_vhost(vport):
+    """A virtual host on vport with its own ProxyPass to the main server's
+    balancer://cluster, which it inherits."""
+    return (f"Listen 127.0.0.1:{vport}\n<VirtualHost 127.0.0.1:{vport}>\n"
+            "    ServerName vhost.test\n    ProxyPass / balancer://cluster/\n"
+            "</VirtualHost>\n")
+
+
 def test_a_vhost_with_its_own_proxypass_reaches_new_members_in_every_child(
         httpd_factory, backend_factory):
     vport = free_port()
-    vhost = (f"Listen 127.0.0.1:{vport}\n<VirtualHost 127.0.0.1:{vport}>\n"
-             "    ServerName vhost.test\n    ProxyPass / balancer://cluster/\n"
-             "</VirtualHost>\n")
     udp = free_port()
-    h = httpd_factory(tail_config=vhost + receiver_config(udp))
+    h = httpd_factory(tail_config=proxypass_vhost(vport) + receiver_config(udp))
     start_receiver(h)
     b = backend_factory("b")
     Announcer(udp).announce(b.url)
     wait_member(h, b.url)
-    import http.client
     for _ in range(30):  # KeepAlive Off: connections spread over the children
-        conn = http.client.HTTPConnection("127.0.0.1", vport, timeout=10)
-        conn.request("GET", "/")
-        resp = conn.getresponse()
-        assert (resp.status, resp.read().decode()) == (200, "b")
-        conn.close()
+        assert get_from(vport) == (200, "b")
 
 
 def test_a_vhost_of_the_owner_child_reaches_every_member(httpd_factory, backend_factory):
@@ -297,12 +296,9 @@ def test_a_vhost_of_the_owner_child_reaches_every_member(httpd_factory, backend_
     must add its members to the shared list, not to a bigger one of its
     own, or the vhost there stops at the first 5 (the sixth never answers)."""
     vport = free_port()
-    vhost = (f"Listen 127.0.0.1:{vport}\n<VirtualHost 127.0.0.1:{vport}>\n"
-             "    ServerName vhost.test\n    ProxyPass / balancer://cluster/\n"
-             "</VirtualHost>\n")
     udp = free_port()
     h = httpd_factory(growth=8, extra_config=ONE_CHILD,
-                      tail_config=vhost + receiver_config(udp))
+                      tail_config=proxypass_vhost(vport) + receiver_config(udp))
     start_receiver(h)
     ann = Announcer(udp)
     backends = [backend_factory(f"b{i}") for i in range(7)]
@@ -312,14 +308,9 @@ def test_a_vhost_of_the_owner_child_reaches_every_member(httpd_factory, backend_
     seen = set()
 
     def all_seen():
-        conn = http.client.HTTPConnection("127.0.0.1", vport, timeout=10)
-        try:
-            conn.request("GET", "/")
-            resp = conn.getresponse()
-            if resp.status == 200:
-                seen.add(resp.read().decode())
-        finally:
-            conn.close()
+        status, body = get_from(vport)
+        if status == 200:
+            seen.add(body)
         return seen >= {b.name for b in backends}
     try:
         wait_for(all_seen, 10, "every member to answer through the vhost")
@@ -405,13 +396,8 @@ def test_virtual_hosts_are_receivers_each_with_its_own_balancer_and_secret(
     Announcer(udps[1], secret=secrets[1]).announce(b1.url)
     h.wait_log(r"added backend %s to balancer://v0" % b0.url, since=0)
     h.wait_log(r"added backend %s to balancer://v1" % b1.url, since=0)
-    import http.client
     for i, name in enumerate(["b0", "b1"]):
-        conn = http.client.HTTPConnection("127.0.0.1", ports[i], timeout=10)
-        conn.request("GET", "/")
-        resp = conn.getresponse()
-        assert (resp.status, resp.read().decode()) == (200, name)
-        conn.close()
+        assert get_from(ports[i]) == (200, name)
     threads = set(re.findall(r"\[pid (\d+):tid (\d+)\] BCN00050", h.error_log()))
     assert len(threads) == 1, f"one watchdog thread serves both: {threads}"
 

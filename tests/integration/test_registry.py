@@ -4,7 +4,6 @@ address), its persisted file checked whole before it is read, every entry
 checked before it is trusted, and the file for root only."""
 
 import hashlib
-import http.client
 import os
 import re
 import stat
@@ -13,7 +12,7 @@ import pytest
 
 from beacon_env import (Announcer, SECRET, receiver_config, restart, start_receiver,
                         wait_member)
-from httpd import free_port, wait_for
+from httpd import free_port, get_from, wait_for
 
 pytestmark = pytest.mark.beacon
 
@@ -129,16 +128,6 @@ def test_an_unsound_claims_file_is_set_aside_and_the_members_stay(httpd_factory,
                since=mark)
     # the members' own file was whole: they are back before any announcement
     assert b.url in [w["name"] for w in h.balancer_members()]
-
-
-def get_from(port):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request("GET", "/")
-        resp = conn.getresponse()
-        return resp.status, resp.read().decode()
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize("how", ["graceful", "stop and start"])

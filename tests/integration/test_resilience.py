@@ -7,6 +7,7 @@ import re
 import signal
 import socket
 import time
+from contextlib import ExitStack
 
 import pytest
 
@@ -234,16 +235,11 @@ def test_balancer_manager_reads_survive_members_joining_in_bursts(httpd_factory)
     start_receiver(h)
     ann = Announcer(udp)
     urls = [f"http://127.0.0.1:{free_port()}" for _ in range(100)]
-    readers = [ManagerReader(h) for _ in range(3)]
-    for r in readers:
-        r.__enter__()
-    try:
+    with ExitStack() as stack:  # stops every reader, whatever happens
+        readers = [stack.enter_context(ManagerReader(h)) for _ in range(3)]
         wait_for(lambda: all(r.reads for r in readers), 10, "every reader to read once")
         for url in urls:
             ann.announce(url)
         wait_for(lambda: len(h.balancer_members()) == len(urls), 10,
                  "all 100 members in balancer-manager")
-    finally:
-        for r in readers:
-            r.__exit__()
     assert [e for r in readers for e in r.errors] == []

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from beacon_env import SECRET, start_receiver
-from httpd import free_port, wait_for
+from httpd import free_port, get_from, wait_for
 from test_services import API_KEY, SHOP_KEY, ServiceAnnouncer, services_proxy, wait_in
 
 pytestmark = pytest.mark.beacon
@@ -399,13 +399,7 @@ def test_two_virtual_hosts_route_their_own_members(httpd_factory, backend_factor
     claim(shop_of(vudp), theirs.url, "/shop")
 
     def vhost_get(path):
-        conn = http.client.HTTPConnection("127.0.0.1", vport, timeout=10)
-        try:
-            conn.request("GET", path, headers={"Host": "v.test"})
-            resp = conn.getresponse()
-            return resp.status, resp.read().decode()
-        finally:
-            conn.close()
+        return get_from(vport, path, {"Host": "v.test"})
     wait_for(lambda: vhost_get("/shop/x") == (200, "v-shop"), 10, "the vhost's own route")
     got = collections.Counter(h.get("/shop/x") for _ in range(5))
     assert got == {(200, "shop-1"): 5}, got
