@@ -53,14 +53,15 @@ MAKEFLAGS += --no-print-directory
 all: build module
 
 # Every target starts from deps. It installs what is missing (as root) only
-# when the command line names deps, check or demo; otherwise it runs
+# when the command line names deps, check, demo or bench; otherwise it runs
 # `ensure-deps --check`, which never installs and fails with the apt-get
-# line. make bench's packages (wrk, haproxy) are installed only with
-# BENCH=1, and checked for when the command line names bench.
-ifneq ($(filter deps check demo,$(MAKECMDGOALS)),)
-DEPS_ARGS = $(if $(BENCH),--bench)
+# line. make bench's packages (wrk, haproxy) come with bench, or with
+# BENCH=1.
+BENCH_DEPS = $(if $(BENCH)$(filter bench,$(MAKECMDGOALS)),--bench)
+ifneq ($(filter deps check demo bench,$(MAKECMDGOALS)),)
+DEPS_ARGS = $(BENCH_DEPS)
 else
-DEPS_ARGS = --check $(if $(BENCH)$(filter bench,$(MAKECMDGOALS)),--bench)
+DEPS_ARGS = --check $(BENCH_DEPS)
 endif
 
 deps:
@@ -107,17 +108,15 @@ check-sanitize: deps
 # path through the proxy (wrk), the receiver under a datagram flood
 # (build/bench_flood), join and eviction latency against HAProxy, memory
 # and CPU, build/bench_datagram, and 1,000 members in one balancer. They
-# report and never fail on a missed goal. wrk and haproxy are checked for,
-# never installed here (`make deps BENCH=1` does, as root); the recipe
-# checks again for `make check bench`,
-# where deps installed only the base packages.
+# report and never fail on a missed goal. As root, deps installs what they
+# need (wrk and haproxy too), as check and demo do; as anyone else it
+# prints the apt-get line.
 # The table goes to stdout and bench/results/latest.txt (raw figures:
 # latest.json), each through a temporary file so a failed run keeps the
 # last result. BENCH_ARGS=--quick is a smoke run of about two minutes;
 # BENCH_ARGS="--only control,library" picks sections.
 BENCH_ARGS ?=
 bench: build module
-	@sh scripts/ensure-deps --check --bench
 	$(PYTHON) bench/run_bench.py --build $(BUILD) $(BENCH_ARGS)
 
 # Live demo, about 30 s: a private proxy apache2 and three backend apache2s

@@ -148,7 +148,7 @@ beacon_route_table *beacon_route_table_open(apr_pool_t *pconf, server_rec *s,
         : 0;
     beacon_routes_spec_t *specs;
     beacon_route_table *rt;
-    const char *err;
+    const char *err = NULL; /* read only when the board exists, and set then */
     int i, routes;
 
     *failed = 0;

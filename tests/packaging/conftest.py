@@ -5,6 +5,8 @@
                              layout and httpd's own): no root, seconds
   test_manpages.py           debian/mkman's pages: every directive and
                              command, no groff warning
+  test_make_deps.py          which make targets install packages
+                             (make -n): no root, seconds
   test_make_install.py       make install, twice, then make uninstall,
                              twice, into this machine (root)
   test_deb_package.py        make deb (lintian included), the packages'
