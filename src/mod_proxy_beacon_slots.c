@@ -183,11 +183,18 @@ int beacon_slots_give_back(beacon_slots *rs, const beacon_entry *e,
 
 void beacon_slots_count(const beacon_slots *rs, int *reserved, int *free_slots)
 {
-    int i, n = beacon_worker_count(rs->ws);
+    int i, n;
 
     *reserved = rs->reserved;
     *free_slots = 0;
+    /* a view's request thread: under the thread lock, as every sync is,
+     * so no member another thread is adopting is walked half made */
+    if (beacon_worker_lock_members(rs->ws) != APR_SUCCESS) {
+        return;
+    }
+    n = beacon_worker_count(rs->ws);
     for (i = 0; i < n; i++) {
         *free_slots += is_free(beacon_worker_at(rs->ws, i));
     }
+    beacon_worker_thread_unlock(rs->ws);
 }

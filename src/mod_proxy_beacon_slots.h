@@ -67,7 +67,8 @@ int beacon_slots_give_back(beacon_slots *rs, const beacon_entry *e,
                            apr_pool_t *p);
 
 /* For the views: the slots reserved, and how many of them are free (a
- * walk of this child's member list). */
+ * walk of this child's member list, under its thread lock: never from a
+ * thread that holds it). */
 void beacon_slots_count(const beacon_slots *rs, int *reserved, int *free_slots);
 
 #endif /* MOD_PROXY_BEACON_SLOTS_H */
