@@ -62,7 +62,7 @@ def test_a_spelling_with_parameters_is_guarded_as_the_plain_path(
 
 def test_a_dot_dot_above_the_root_is_not_routed(httpd_factory, backend_factory):
     h, b = guarded_shop(httpd_factory, backend_factory, *CLAIMS["parent only"])
-    for path in ("/..;/shop/x", "/shop/..;/..;/shop/x", "/shop/..;x/../shop/x"):
+    for path in ("/..;/shop/x", "/shop/..;/..;/shop/x", "/shop/..;x/..;y/shop/x"):
         assert h.get(path)[0] != 200, path
     assert [r for r in b.requests() if ".." in r] == []
 
