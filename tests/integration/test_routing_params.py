@@ -6,13 +6,11 @@ segment, "//" collapsed, "." and ".." resolved, as Tomcat serves it), and
 spelling with ";" reaches a member past a rule that holds the plain path;
 the member still receives the path as sent (;jsessionid=)."""
 
-import collections
-
 import pytest
 
 from beacon_env import start_receiver
 from test_routing import claim, routing_proxy, shop_of, wait_routed
-from test_services import SHOP_KEY, wait_in
+from test_services import SHOP_KEY
 
 pytestmark = pytest.mark.beacon
 
@@ -127,17 +125,3 @@ def test_a_proxypass_holding_the_servlet_path_keeps_the_request_unrouted(
     assert [r for r in static.requests() if ";" in r] == []
     assert [r for r in b.requests() if "legacy" in r] == []
 
-
-def test_a_route_in_the_path_parameters_still_sticks(httpd_factory, backend_factory):
-    h, udp = routing_proxy(httpd_factory, sticky=True)
-    start_receiver(h)
-    one, two = backend_factory("one"), backend_factory("two")
-    shop = shop_of(udp)
-    claim(shop, one.url, "/shop", extra=[("route", "r1")])
-    claim(shop, two.url, "/shop", extra=[("route", "r2")])
-    wait_in(h, "shop", one.url)
-    wait_in(h, "shop", two.url)
-    for route, name in (("r1", "one"), ("r2", "two")):
-        got = collections.Counter(h.get(f"/shop/x;ROUTEID=s.{route}")[1] for _ in range(8))
-        assert got == {name: 8}, got
-    assert "GET /shop/x;ROUTEID=s.r2" in two.requests()
