@@ -20,8 +20,8 @@
 //  - the exact entries of A as routes: the image checks, every context
 //    finds itself, and the lookup of the path finds what
 //    beacon_context_best finds in the list, which is what the rule says
-//    (the path is the context, or goes on with "/" or ";"; "/" matches
-//    any path starting with "/").
+//    (the path is the context, or goes on with "/"; "/" matches any
+//    path starting with "/").
 
 #include "fuzz_common.h"
 

@@ -160,7 +160,7 @@ static inline int fuzz_ref_context(const char *s, size_t len)
 
 /* Whether the context ctx (valid) matches path: "/" every path that
  * starts with "/", any other the path itself and the path followed by
- * "/" or ";". */
+ * "/" (a ";" is no boundary: paths matched are servlet paths). */
 static inline int fuzz_ref_matches(const char *ctx, size_t clen,
                                    const char *path, size_t plen)
 {
@@ -168,7 +168,7 @@ static inline int fuzz_ref_matches(const char *ctx, size_t clen,
         return plen >= 1 && path[0] == '/';
     }
     return plen >= clen && memcmp(path, ctx, clen) == 0 &&
-           (plen == clen || path[clen] == '/' || path[clen] == ';');
+           (plen == clen || path[clen] == '/');
 }
 
 #endif /* BEACON_FUZZ_COMMON_H */

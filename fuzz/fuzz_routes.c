@@ -29,6 +29,11 @@
  *    "/x", ";j=1" or "x", and cut by a byte) the lookup in each image is
  *    the longest context the rule matches, or none, and reads at most
  *    max_probe buckets for each prefix it tries;
+ *  - the servlet path of every path (beacon_servlet_path), in an exact
+ *    heap block and in place alike, is no longer than the path, starts
+ *    with "/", holds no ";", no "//" and no "." or ".." segment, and is
+ *    its own servlet path; only a path not starting with "/" or holding
+ *    ".." has none;
  *  - an image with bytes flipped is refused, or is still a table the
  *    lookup reads by the rule: the route it finds is the longest of the
  *    image's own routes that matches (never one that does not).
@@ -241,7 +246,8 @@ static void add_path(input_t *in, const char *a, size_t alen, const char *b,
 }
 
 /* Each context at its boundaries: itself, a segment on, a path
- * parameter on, a byte more (never a match), a byte less. */
+ * parameter on (a match no more: the lookup is on servlet paths), a
+ * byte more (never a match), a byte less. */
 static void boundary_paths(input_t *in)
 {
     static const char *const tails[] = {"", "/x", ";j=1", "x", "/"};
@@ -489,6 +495,76 @@ static void check_flipped(const input_t *in, const apr_uint32_t *image,
     free(copy);
 }
 
+/* Whether s[0..len) holds a segment "." or ".." (between "/" or ends). */
+static int has_dot_segment(const char *s, size_t len)
+{
+    size_t i = 0, start;
+
+    while (i < len) {
+        start = i;
+        while (i < len && s[i] != '/') {
+            i++;
+        }
+        if ((i - start == 1 && s[start] == '.') ||
+            (i - start == 2 && s[start] == '.' && s[start + 1] == '.')) {
+            return 1;
+        }
+        i++;
+    }
+    return 0;
+}
+
+static int has_dot_dot(const char *s, size_t len)
+{
+    size_t i;
+
+    for (i = 1; i < len; i++) {
+        if (s[i - 1] == '.' && s[i] == '.') {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void check_servlet_paths(const input_t *in)
+{
+    unsigned i;
+
+    for (i = 0; i < in->npaths; i++) {
+        size_t plen = in->plen[i], k;
+        char *out = malloc(plen + 1), *again = malloc(plen + 1);
+        apr_ssize_t n, m;
+
+        FUZZ_CHECK(out != NULL && again != NULL, "out of memory");
+        n = beacon_servlet_path(in->path[i], plen, out);
+        if (n < 0) {
+            FUZZ_CHECK(n == -1 && (plen == 0 || in->path[i][0] != '/' ||
+                                   has_dot_dot(in->path[i], plen)),
+                       "no servlet path for \"%.*s\"", (int)plen, in->path[i]);
+        } else {
+            FUZZ_CHECK((size_t)n <= plen && out[0] == '/' && out[n] == '\0' &&
+                           memchr(out, ';', (size_t)n) == NULL &&
+                           !has_dot_segment(out + 1, (size_t)n - 1),
+                       "servlet path \"%.*s\" of \"%.*s\"", (int)n, out,
+                       (int)plen, in->path[i]);
+            for (k = 1; k < (size_t)n; k++) {
+                FUZZ_CHECK(out[k] != '/' || out[k - 1] != '/', "\"//\" in \"%.*s\"",
+                           (int)n, out);
+            }
+            m = beacon_servlet_path(out, (size_t)n, again);
+            FUZZ_CHECK(m == n && memcmp(again, out, (size_t)n) == 0,
+                       "servlet path \"%.*s\" is not its own", (int)n, out);
+        }
+        /* in place, as a caller may */
+        memcpy(again, in->path[i], plen);
+        m = beacon_servlet_path(again, plen, again);
+        FUZZ_CHECK(m == n && (n < 0 || memcmp(again, out, (size_t)n + 1) == 0),
+                   "in place: \"%.*s\"", (int)plen, in->path[i]);
+        free(out);
+        free(again);
+    }
+}
+
 static void check_images(const input_t *in, const uint8_t *data, size_t size)
 {
     uint8_t control = data[0];
@@ -535,6 +611,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_ctx(in);
     generate(in, generated[(data[0] >> 2) & 7], data[size - 1]);
     boundary_paths(in);
+    check_servlet_paths(in);
     check_images(in, data, size);
     for (i = 0; i < in->npaths; i++) {
         free(in->path[i]);

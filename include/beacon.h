@@ -480,11 +480,24 @@ unsigned beacon_datagram_contexts(const beacon_datagram_t *dg,
                                   beacon_span_t paths[BEACON_CTX_MAX_PATHS]);
 
 /*
- * Whether the context ctx[0..ctxlen) matches the request path
- * path[0..pathlen): "/shop" matches "/shop", "/shop/..." and "/shop;..."
- * (a path parameter, Tomcat's ;jsessionid=), never "/shopping"; "/"
- * matches every path that starts with "/". Bytes compared as they are
- * (case counts, nothing decoded).
+ * The servlet path of the request path path[0..len): the path a servlet
+ * container serves for it, and the one contexts are matched on. Every
+ * segment's path parameters (";" up to the next "/": "/shop;jsessionid=1"
+ * is "/shop", "/a;x/b" is "/a/b") removed, runs of "/" made one, and "."
+ * and ".." segments resolved, also when a parameter follows them (".;x",
+ * "..;x": Tomcat serves "/a/..;/b" as "/b"). Nothing decoded. Written to
+ * out, which has room for len + 1 bytes (it may be path itself),
+ * NUL-terminated; returns its length, or -1 when path does not start
+ * with "/" or a ".." goes above the root ("/..;/x").
+ */
+apr_ssize_t beacon_servlet_path(const char *path, apr_size_t len, char *out);
+
+/*
+ * Whether the context ctx[0..ctxlen) matches the servlet path
+ * path[0..pathlen) (beacon_servlet_path): "/shop" matches "/shop" and
+ * "/shop/...", never "/shopping" nor "/shop;x" (a path that still holds
+ * a parameter is not a servlet path); "/" matches every path that starts
+ * with "/". Bytes compared as they are (case counts, nothing decoded).
  */
 int beacon_context_matches(const char *ctx, apr_size_t ctxlen,
                            const char *path, apr_size_t pathlen);

@@ -2,7 +2,8 @@
 
 /*
  * Contexts (wire format 1.2, ctx=): the request paths a member serves,
- * their syntax, and the rule by which a context matches a request path.
+ * their syntax, the servlet path a request is matched on, and the rule
+ * by which a context matches it.
  * Pure functions on caller bytes: no allocation, no state.
  */
 
@@ -88,6 +89,55 @@ unsigned beacon_datagram_contexts(const beacon_datagram_t *dg,
     return n > 0 ? (unsigned)n : 0; /* verified: never -1 */
 }
 
+apr_ssize_t beacon_servlet_path(const char *path, apr_size_t len, char *out)
+{
+    apr_size_t i = 1, w = 1;
+
+    if (len == 0 || path[0] != '/') {
+        return -1;
+    }
+    out[0] = '/';
+    /* w <= i throughout, and path[i] is read before out[w] is written:
+     * out may be path itself */
+    while (i < len) {
+        if (path[i] == ';') { /* a parameter, up to the segment's end */
+            while (i < len && path[i] != '/') {
+                i++;
+            }
+            continue;
+        }
+        if (out[w - 1] == '/') { /* at a segment's start */
+            apr_size_t dots = 0;
+
+            if (path[i] == '/') {
+                i++;
+                continue;
+            }
+            while (dots < 2 && i + dots < len && path[i + dots] == '.') {
+                dots++;
+            }
+            /* "." or ".." ends at "/", at ";" (Tomcat reads "..;x" as
+             * "..") or at the end */
+            if (dots > 0 && (i + dots == len || path[i + dots] == '/' ||
+                             path[i + dots] == ';')) {
+                if (dots == 2) {
+                    if (w == 1) {
+                        return -1; /* above the root */
+                    }
+                    do {
+                        w--;
+                    } while (out[w - 1] != '/');
+                }
+                i += dots;
+                continue;
+            }
+        }
+        out[w++] = path[i++];
+    }
+    out[w] = '\0';
+    return (apr_ssize_t)w;
+}
+
 int beacon_context_matches(const char *ctx, apr_size_t ctxlen,
                            const char *path, apr_size_t pathlen)
 {
@@ -95,9 +145,11 @@ int beacon_context_matches(const char *ctx, apr_size_t ctxlen,
         return 0;
     }
     /* "/" ends in the boundary itself; any other context is followed by
-     * the end of the path, a segment or a path parameter */
-    return ctxlen == 1 || pathlen == ctxlen || path[ctxlen] == '/' ||
-           path[ctxlen] == ';';
+     * the end of the path or a segment. Not by ";": the path is a servlet
+     * path (beacon_servlet_path), and one written with a parameter,
+     * "/shop;x/admin", would be matched by "/shop" where <Location
+     * /shop/admin> does not see it. */
+    return ctxlen == 1 || pathlen == ctxlen || path[ctxlen] == '/';
 }
 
 int beacon_context_best(const beacon_span_t *ctxs, unsigned n,

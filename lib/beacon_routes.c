@@ -435,10 +435,10 @@ typedef struct {
 
 /*
  * The prefixes of path that a context could be, each with its hash:
- * "/", then every one followed by "/", ";" or the end of the path, never
- * one ending in "/" (no context does), none past a ";" (no context holds
- * one) nor past BEACON_CTX_PATH_MAX bytes. Returns how many, shortest
- * first.
+ * "/", then every one followed by "/" or the end of the path
+ * (beacon_context_matches), never one ending in "/" (no context does),
+ * none past a ";" (no context holds one) nor past BEACON_CTX_PATH_MAX
+ * bytes. Returns how many, shortest first.
  */
 static unsigned prefixes(apr_uint32_t seed, const char *path, apr_size_t len,
                          prefix_t out[BEACON_CTX_PATH_MAX])
@@ -455,7 +455,7 @@ static unsigned prefixes(apr_uint32_t seed, const char *path, apr_size_t len,
         if (k > 1 && path[k - 1] == '/') {
             continue;
         }
-        if (k == 1 || k == len || path[k] == '/' || path[k] == ';') {
+        if (k == 1 || k == len || path[k] == '/') {
             out[n].hash = hash_end(h);
             out[n++].len = (apr_uint32_t)k;
         }

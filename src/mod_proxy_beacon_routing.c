@@ -10,6 +10,14 @@
  * it), so that everything after translation is stock: <Proxy
  * balancer://name> settings, <Location> access control, stickysession,
  * the lbmethod, failover, ProxyPassReverse.
+ *
+ * A request is routed on its servlet path (beacon_servlet_path: what
+ * Tomcat serves for it), and a routed request's r->uri becomes that path,
+ * as mod_proxy's mapping=servlet does: <Location /shop/admin> and
+ * ProxyPass /shop/admin ! end a match only at "/" or the end, and would
+ * not see "/shop/admin;x/users", which the member serves as
+ * "/shop/admin/users". The filename keeps the path as sent, parameters
+ * and all (;jsessionid= for the member and for stickysession).
  */
 
 #include "mod_proxy_beacon_routing.h"
@@ -18,8 +26,11 @@
 #include "mod_proxy_beacon_routes.h"
 #include "mod_proxy_beacon_worker.h"
 
+#include "beacon.h"
+
 #include <apr_strings.h>
 #include <http_request.h>
+#include <string.h>
 
 /* What proxy_trans declines, declined the same way: a request someone
  * already proxies (forward proxy, RewriteRule [P], an encoded ProxyPass),
@@ -34,6 +45,8 @@ static int route_by_context(request_rec *r)
 {
     const beacon_route_table *rt = beacon_conf(r->server)->routes;
     const char *balancer;
+    char *servlet;
+    apr_size_t len;
     int rv;
 
     /* a virtual host that names no directive of ours shares the main
@@ -42,17 +55,33 @@ static int route_by_context(request_rec *r)
     if (rt == NULL || beacon_route_table_server(rt) != r->server || !is_routable(r)) {
         return DECLINED;
     }
+    len = strlen(r->uri);
+    servlet = apr_palloc(r->pool, len + 1);
+    /* a ".." above the root ("/..;/x") names no path a member serves */
+    if (beacon_servlet_path(r->uri, len, servlet) < 0) {
+        return DECLINED;
+    }
     /* the lookup first, the cheaper: a path no context holds is
      * mod_proxy's business alone, and walked through its ProxyPass once */
-    if ((balancer = beacon_route_table_find(rt, r->uri)) == NULL) {
+    if ((balancer = beacon_route_table_find(rt, servlet)) == NULL) {
         return DECLINED;
     }
     if ((rv = beacon_worker_static_route(r)) != BEACON_NO_STATIC_ROUTE) {
         return rv;
     }
+    /* a ProxyPass, "!" above all, is never bypassed by spelling its path
+     * with parameters: one that holds the servlet path keeps the request
+     * from being routed */
+    if (strcmp(servlet, r->uri) != 0 && beacon_worker_static_match(r, servlet)) {
+        return DECLINED;
+    }
     r->filename = apr_pstrcat(r->pool, "proxy:", balancer, r->uri, NULL);
     r->handler = "proxy-server";
     r->proxyreq = PROXYREQ_REVERSE;
+    /* in place, as mod_proxy does (r->parsed_uri.path is the same
+     * buffer): the location walk after translation, <Location>,
+     * <LocationMatch> and <If> see what the member serves; never longer */
+    memcpy(r->uri, servlet, strlen(servlet) + 1);
     return OK;
 }
 

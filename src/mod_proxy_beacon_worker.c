@@ -121,7 +121,9 @@ static int static_verdict(request_rec *r, struct proxy_alias *ent,
     return rv == HTTP_CONTINUE ? BEACON_NO_STATIC_ROUTE : rv;
 }
 
-int beacon_worker_static_route(request_rec *r)
+/* The <Location>'s ProxyPass, then the server's, in order: the first
+ * verdict, or BEACON_NO_STATIC_ROUTE. */
+static int static_walk(request_rec *r)
 {
     proxy_dir_conf *dconf = ap_get_module_config(r->per_dir_config, &proxy_module);
     proxy_server_conf *conf = proxy_conf(r->server);
@@ -142,6 +144,23 @@ int beacon_worker_static_route(request_rec *r)
         }
     }
     return BEACON_NO_STATIC_ROUTE;
+}
+
+int beacon_worker_static_route(request_rec *r)
+{
+    return static_walk(r);
+}
+
+int beacon_worker_static_match(request_rec *r, char *uri)
+{
+    /* ap_proxy_trans_match writes what it matches into the request
+     * (filename, handler, proxyreq, notes): it gets a copy that holds uri
+     * and tables of its own, and r stays as it was */
+    request_rec shadow = *r;
+
+    shadow.uri = uri;
+    shadow.notes = apr_table_copy(r->pool, r->notes);
+    return static_walk(&shadow) != BEACON_NO_STATIC_ROUTE;
 }
 
 static proxy_balancer *balancer_of(apr_pool_t *p, server_rec *s,

@@ -100,6 +100,10 @@ int beacon_worker_balancer_growth(apr_pool_t *p, server_rec *s,
 #define BEACON_NO_STATIC_ROUTE (-100)
 int beacon_worker_static_route(request_rec *r);
 
+/* Whether any of those ProxyPass ("!" included) would match r were its
+ * path uri; r itself is left as it is. */
+int beacon_worker_static_match(request_rec *r, char *uri);
+
 /* In post_config: balancer://name of s (from pconf); NULL when it has no
  * shared memory (yet). */
 beacon_workers *beacon_worker_open(apr_pool_t *pconf, server_rec *s,

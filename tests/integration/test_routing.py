@@ -24,10 +24,11 @@ API = f"ProxyBeaconBalancer api service=api secret={API_KEY} contexts=/api/*"
 
 
 def routing_proxy(httpd_factory, timeout="20", extra="", proxypass="", sticky=False,
-                  vhost_config=""):
+                  vhost_config="", balancers=(SHOP, API)):
     """A proxy whose balancers shop (contexts /shop, /cart) and api (any
-    context under /api) have no ProxyPass; (httpd, udp port)."""
-    h, udp = services_proxy(httpd_factory, timeout=timeout, balancers=[SHOP, API],
+    context under /api), or balancers' lines, have no ProxyPass; (httpd,
+    udp port)."""
+    h, udp = services_proxy(httpd_factory, timeout=timeout, balancers=list(balancers),
                             extra=extra + vhost_config, sticky=sticky)
     h.proxypass_config = ("ProxyPass /balancer-manager !\n"
                           "ProxyPass /beacon-status !\n"
@@ -246,7 +247,11 @@ def test_another_virtual_host_does_not_route(httpd_factory, backend_factory):
         conn.close()
 
 
-def test_sticky_sessions_follow_routes_through_a_context(httpd_factory, backend_factory):
+# the route in a cookie, or in a path parameter (the member receives the
+# path as sent, and the context is matched without it)
+@pytest.mark.parametrize("carrier", ["cookie", "path"])
+def test_sticky_sessions_follow_routes_through_a_context(httpd_factory, backend_factory,
+                                                          carrier):
     h, udp = routing_proxy(httpd_factory, sticky=True)
     start_receiver(h)
     one, two = backend_factory("one"), backend_factory("two")
@@ -256,9 +261,13 @@ def test_sticky_sessions_follow_routes_through_a_context(httpd_factory, backend_
     wait_in(h, "shop", one.url)
     wait_in(h, "shop", two.url)
     for route, name in (("r1", "one"), ("r2", "two")):
-        got = collections.Counter(h.get("/shop/x", headers={"Cookie": f"ROUTEID=s.{route}"})[1]
-                                  for _ in range(8))
+        if carrier == "cookie":
+            path, headers = "/shop/x", {"Cookie": f"ROUTEID=s.{route}"}
+        else:
+            path, headers = f"/shop/x;ROUTEID=s.{route}", None
+        got = collections.Counter(h.get(path, headers=headers)[1] for _ in range(8))
         assert got == {name: 8}, got
+        assert f"GET {path}" in (one if name == "one" else two).requests()
 
 
 def test_location_access_control_applies_to_a_routed_context(httpd_factory,

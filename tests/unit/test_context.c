@@ -2,9 +2,10 @@
 
 /*
  * Contexts (wire format 1.2, ctx=): the path rule, the list parser, the
- * field's check in beacon_verify (bad field ctx), and the matching rule
- * (segment boundary, ";", "/" matches all, the longest wins), the last
- * also against a slow reference written from the rule's words.
+ * field's check in beacon_verify (bad field ctx), the servlet path
+ * (parameters removed, "//" collapsed, dot segments resolved), and the
+ * matching rule (segment boundary, "/" matches all, the longest wins),
+ * the last also against a slow reference written from the rule's words.
  */
 #include "test_common.h"
 
@@ -126,24 +127,120 @@ static void verify_checks_ctx_and_lists_its_paths(void **state)
                         BEACON_DROP_DUPLICATE_FIELD, "ctx twice");
 }
 
+/* The path a servlet container serves, by table. */
+static void a_servlet_path_has_no_parameters_nor_dot_segments(void **state)
+{
+    static const struct {
+        const char *path, *want; /* want NULL: -1 */
+    } rows[] = {
+        {"/", "/"},
+        {"/shop", "/shop"},
+        {"/shop/", "/shop/"},
+        {"/shop;jsessionid=1", "/shop"},
+        {"/shop/;jsessionid=1", "/shop/"},
+        {"/shop/cart;jsessionid=ABC", "/shop/cart"},
+        {"/shop/admin;x/users", "/shop/admin/users"},
+        {"/shop/admin;x", "/shop/admin"},
+        {"/shop;x/admin/users", "/shop/admin/users"},
+        {"/shop;a;b=c/admin;/users;", "/shop/admin/users"},
+        {"/;x/shop", "/shop"},
+        {";x", NULL},
+        {"//shop//admin;/users", "/shop/admin/users"},
+        {"/shop/x/../admin", "/shop/admin"},
+        {"/shop/x/..;/admin/users", "/shop/admin/users"},
+        {"/shop/x/..;y=1/admin", "/shop/admin"},
+        {"/shop/x;p/..;q/admin", "/shop/admin"},
+        {"/shop/./admin", "/shop/admin"},
+        {"/shop/.;x/admin", "/shop/admin"},
+        {"/shop/.", "/shop/"},
+        {"/shop/..", "/"},
+        {"/shop/x/..;", "/shop/"},
+        {"/shop/...", "/shop/..."},
+        {"/shop/..x/.x;y/x.", "/shop/..x/.x/x."},
+        {"/shop/a.;x", "/shop/a."},
+        {"/..", NULL},
+        {"/..;/shop", NULL},
+        {"/shop/..;/..;/x", NULL},
+        {"/shop/%2e%2e;/x", "/shop/%2e%2e/x"}, /* nothing decoded */
+        {"", NULL},
+        {"shop", NULL},
+    };
+    char out[64], inplace[64];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(rows); i++) {
+        size_t len = strlen(rows[i].path);
+        apr_ssize_t got = beacon_servlet_path(rows[i].path, len, out);
+
+        if (rows[i].want == NULL ? got != -1
+                                 : got < 0 || strcmp(out, rows[i].want) != 0) {
+            print_error("\"%s\": %d \"%s\"\n", rows[i].path, (int)got,
+                        got < 0 ? "" : out);
+        }
+        if (rows[i].want == NULL) {
+            assert_int_equal(got, -1);
+            continue;
+        }
+        assert_int_equal(got, strlen(rows[i].want));
+        assert_string_equal(out, rows[i].want);
+        /* in place, as the caller may */
+        memcpy(inplace, rows[i].path, len + 1);
+        assert_int_equal(beacon_servlet_path(inplace, len, inplace), got);
+        assert_string_equal(inplace, rows[i].want);
+    }
+}
+
+/* Every path of a small alphabet up to 7 bytes: a servlet path is no
+ * longer than the path, holds no ";", no "//" and no dot segment, and is
+ * its own servlet path. */
+static void a_servlet_path_is_a_fixed_point_on_every_short_path(void **state)
+{
+    static const char alphabet[] = "/a;.";
+    char path[8], out[8], again[8];
+    unsigned long n, total = 1, code;
+    size_t len, i;
+
+    (void)state;
+    /* "/" and then len - 1 bytes of the alphabet: 5,461 paths */
+    for (len = 1; len <= 7; len++, total *= sizeof alphabet - 1) {
+        for (code = 0; code < total; code++) {
+            apr_ssize_t got;
+
+            path[0] = '/';
+            for (i = 1, n = code; i < len; i++, n /= sizeof alphabet - 1) {
+                path[i] = alphabet[n % (sizeof alphabet - 1)];
+            }
+            path[len] = '\0';
+            if ((got = beacon_servlet_path(path, len, out)) < 0) {
+                continue;
+            }
+            assert_true((size_t)got <= len && out[0] == '/');
+            assert_null(strchr(out, ';'));
+            assert_null(strstr(out, "//"));
+            assert_null(strstr(out, "/./"));
+            assert_null(strstr(out, "/../"));
+            assert_int_equal(beacon_servlet_path(out, (size_t)got, again), got);
+            assert_string_equal(again, out);
+        }
+    }
+}
+
 /* The rule in its own words, slowly: the path is the context, or starts
- * with the context and then "/" or ";"; "/" matches a path starting
- * with "/". */
+ * with the context and then "/"; "/" matches a path starting with "/". */
 static int reference_matches(const char *ctx, const char *path)
 {
-    char with_slash[128], with_semi[128];
+    char with_slash[128];
 
     if (strcmp(ctx, "/") == 0) {
         return path[0] == '/';
     }
     snprintf(with_slash, sizeof with_slash, "%s/", ctx);
-    snprintf(with_semi, sizeof with_semi, "%s;", ctx);
     return strcmp(path, ctx) == 0 ||
-           strncmp(path, with_slash, strlen(with_slash)) == 0 ||
-           strncmp(path, with_semi, strlen(with_semi)) == 0;
+           strncmp(path, with_slash, strlen(with_slash)) == 0;
 }
 
-static void a_context_matches_at_a_segment_boundary_or_a_parameter(void **state)
+static void a_context_matches_at_a_segment_boundary(void **state)
 {
     static const struct {
         const char *ctx, *path;
@@ -152,7 +249,9 @@ static void a_context_matches_at_a_segment_boundary_or_a_parameter(void **state)
         {"/shop", "/shop", 1},
         {"/shop", "/shop/", 1},
         {"/shop", "/shop/cart/x", 1},
-        {"/shop", "/shop;jsessionid=1", 1},
+        /* not a servlet path: "/shop;x/admin" must not pass as "/shop/..." */
+        {"/shop", "/shop;jsessionid=1", 0},
+        {"/shop", "/shop;x/admin", 0},
         {"/shop", "/shopping", 0},
         {"/shop", "/shop.html", 0},
         {"/shop", "/Shop", 0},
@@ -220,7 +319,7 @@ static void the_longest_matching_context_wins(void **state)
     assert_int_equal(n, 5);
     assert_int_equal(beacon_context_best(paths, (unsigned)n, "/shop/admin/x", 13), 2);
     assert_int_equal(beacon_context_best(paths, (unsigned)n, "/shop/x", 7), 1);
-    assert_int_equal(beacon_context_best(paths, (unsigned)n, "/shop;a", 7), 1);
+    assert_int_equal(beacon_context_best(paths, (unsigned)n, "/shop;a", 7), 0);
     assert_int_equal(beacon_context_best(paths, (unsigned)n, "/shopping", 9), 0);
     assert_int_equal(beacon_context_best(paths, (unsigned)n, "/cart", 5), 3);
     assert_int_equal(beacon_context_best(paths + 1, (unsigned)n - 1, "/x", 2), -1);
@@ -233,7 +332,9 @@ int main(void)
         cmocka_unit_test(a_context_is_slash_or_segments_of_the_safe_bytes),
         cmocka_unit_test(ctx_lists_one_to_sixteen_paths_as_spans),
         cmocka_unit_test(verify_checks_ctx_and_lists_its_paths),
-        cmocka_unit_test(a_context_matches_at_a_segment_boundary_or_a_parameter),
+        cmocka_unit_test(a_servlet_path_has_no_parameters_nor_dot_segments),
+        cmocka_unit_test(a_servlet_path_is_a_fixed_point_on_every_short_path),
+        cmocka_unit_test(a_context_matches_at_a_segment_boundary),
         cmocka_unit_test(matching_agrees_with_the_reference_on_every_short_path),
         cmocka_unit_test(the_longest_matching_context_wins),
     };
