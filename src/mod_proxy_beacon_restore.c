@@ -258,6 +258,47 @@ static int restore_member(beacon_workers *ws, beacon_slots *slots,
     return 1;
 }
 
+/* Entry i's claim (e's member, restored) keeps only the contexts that
+ * contexts= allows now; the others are dropped, logged once (the claim
+ * is rewritten): a list narrowed while httpd was down or by a graceful
+ * restart takes effect with the restart, as for an announcement. The
+ * member stays: its other contexts, and the balancer's own ProxyPass,
+ * still reach it. */
+static void narrow_claim(const beacon_workers *ws, const beacon_registry *reg,
+                         const beacon_member_policy *policy, unsigned i,
+                         const beacon_entry *e, apr_pool_t *p)
+{
+    const char *claim = beacon_registry_claims(reg, i), *kept = "",
+               *dropped = "";
+    beacon_span_t paths[BEACON_CTX_MAX_PATHS];
+    int k, n;
+
+    if (policy->contexts == NULL || *claim == '\0') {
+        return;
+    }
+    n = beacon_ctx_parse(claim, strlen(claim), paths);
+    for (k = 0; k < n; k++) {
+        const char *path = apr_pstrmemdup(p, paths[k].ptr, paths[k].len);
+
+        if (beacon_allow_permits(policy->contexts, paths[k].ptr, paths[k].len)) {
+            kept = apr_pstrcat(p, kept, *kept ? "," : "", path, NULL);
+        }
+        else {
+            dropped = apr_pstrcat(p, dropped, *dropped ? "," : "", path, NULL);
+        }
+    }
+    if (*dropped == '\0') {
+        return;
+    }
+    beacon_registry_claim(reg, i, kept, strlen(kept));
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, beacon_worker_server(ws),
+                 BCNLOGNO(00190) "restored %s in %s without context(s) %s: "
+                 "contexts= no longer allows them; it keeps %s",
+                 e->url, beacon_worker_balancer_name(ws),
+                 ap_escape_logitem(p, dropped),
+                 *kept ? ap_escape_logitem(p, kept) : "no context");
+}
+
 int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
                            const beacon_member_policy *policy,
                            beacon_slots *slots, apr_pool_t *p, int *forgotten)
@@ -298,6 +339,7 @@ int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
             (*forgotten)++;
         }
         else if (restore_member(ws, slots, policy, e, p)) {
+            narrow_claim(ws, reg, policy, i, e, p);
             restored++;
         }
     }
