@@ -438,7 +438,9 @@ const beacon_key_t *beacon_ring_keys(const beacon_ring_t *ring, int service,
 /*
  * Two services that share a key, so that neither is isolated from the
  * other (two without keys of their own share the default ones), or a
- * service whose own keys hold a default key (*a == -1): 1 with *a < *b
+ * service that shares a default key with the datagrams without svc=
+ * (*a == -1): its own keys hold one, or, unless
+ * beacon_ring_require_service, it has none of its own. 1 with *a < *b
  * set to the first such pair, or 0.
  */
 int beacon_ring_shared_key(const beacon_ring_t *ring, int *a, int *b);
