@@ -353,8 +353,9 @@ static void warn_about_senders(server_rec *main_s)
             (why = beacon_reach_refusal(NULL, conf->advertise, NULL)) != NULL) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00158)
                          "ProxyBeaconAdvertise %s: %s: receivers drop its "
-                         "announcements (url not allowed) unless their "
-                         "ProxyBeaconAllow lists it", conf->advertise, why);
+                         "announcements (url not allowed)%s", conf->advertise,
+                         why, beacon_url_is_reserved(conf->advertise)
+                                  ? "" : " unless their ProxyBeaconAllow lists it");
         }
     }
 }

@@ -36,28 +36,6 @@ static int in_balancer(const beacon_workers *ws, const beacon_entry *e)
     return strcmp(e->balancer, beacon_worker_balancer_name(ws)) == 0;
 }
 
-/* The admin's flags as balancer-manager's letters, for a log line. */
-static const char *admin_letters(apr_pool_t *p, unsigned int flags)
-{
-    static const struct {
-        unsigned int flag;
-        const char *letter;
-    } letters[] = {
-        {BEACON_W_STOPPED, "S"},     {BEACON_W_DRAIN, "N"},
-        {BEACON_W_HOT_STANDBY, "H"}, {BEACON_W_HOT_SPARE, "R"},
-        {BEACON_W_IGNORE_ERRORS, "I"},
-    };
-    char *text = apr_pcalloc(p, 8), *c = text;
-    unsigned i;
-
-    for (i = 0; i < sizeof(letters) / sizeof(letters[0]); i++) {
-        if (flags & letters[i].flag) {
-            *c++ = *letters[i].letter;
-        }
-    }
-    return text;
-}
-
 /* The entries of ws's balancer that are members with a slot, one by one:
  * start with *i = 0; NULL when there are no more. */
 static beacon_entry *next_member(const beacon_workers *ws,
@@ -91,7 +69,7 @@ int beacon_restore_keep(const beacon_workers *ws, const beacon_registry *reg,
             ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, BCNLOGNO(00091)
                          "kept the settings of %s in %s for restarts: "
                          "flags '%s', lbfactor %d, lbset %d, route '%s'",
-                         e->url, name, admin_letters(p, e->admin.flags),
+                         e->url, name, beacon_worker_admin_letters(p, e->admin.flags),
                          e->admin.lbfactor, e->admin.lbset,
                          ap_escape_logitem(p, e->admin.route));
         }
