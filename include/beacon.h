@@ -438,7 +438,9 @@ const beacon_key_t *beacon_ring_keys(const beacon_ring_t *ring, int service,
 /*
  * Two services that share a key, so that neither is isolated from the
  * other (two without keys of their own share the default ones), or a
- * service whose own keys hold a default key (*a == -1): 1 with *a < *b
+ * service that shares a default key with the datagrams without svc=
+ * (*a == -1): its own keys hold one, or, unless
+ * beacon_ring_require_service, it has none of its own. 1 with *a < *b
  * set to the first such pair, or 0.
  */
 int beacon_ring_shared_key(const beacon_ring_t *ring, int *a, int *b);
@@ -680,9 +682,24 @@ const char *beacon_reach_add_list(beacon_reach_t *reach, const char *list,
                                   apr_size_t len, beacon_span_t *bad);
 
 /*
+ * The domain a receiver names its placeholder members under
+ * (http://slot-K.beacon.invalid: reserved slots, ProxyBeaconBalancer
+ * slots=N); .invalid never resolves (RFC 6761).
+ */
+#define BEACON_RESERVED_DOMAIN "beacon.invalid"
+
+/*
+ * Whether the host of the canonical url is BEACON_RESERVED_DOMAIN or a
+ * name under it, in any case and with any trailing "."s: a member named
+ * so would pass for a free reserved slot, so no list allows one.
+ */
+int beacon_url_is_reserved(const char *url);
+
+/*
  * Whether reach (NULL: the defaults) allows the canonical url
  * (beacon_url_canonicalize's output) sent from source: NULL, or a static
- * message saying why not ("a link-local address", "no entry allows it").
+ * message saying why not ("a link-local address", "no entry allows it";
+ * a reserved slot's name, beacon_url_is_reserved, whatever reach says).
  * source is the datagram's sender (AF_INET or AF_INET6); NULL where there
  * is none to compare (a member restored from the registry), and "source"
  * then allows any IP literal.
@@ -1347,7 +1364,8 @@ beacon_reason_t beacon_receive_verified(beacon_table_t *t, apr_time_t now,
 
 /* The gate's verdict on a canonical url: NULL when both lists allow it,
  * else why, with *by_balancer (when not NULL) 1 when the balancer's list
- * refused it. */
+ * refused it, 0 the receiver's (or its defaults), -1 no list: a reserved
+ * slot's name (beacon_url_is_reserved), which none may allow. */
 const char *beacon_reach_gate_refusal(const beacon_reach_gate_t *gate,
                                       const char *url, int *by_balancer);
 

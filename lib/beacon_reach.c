@@ -543,6 +543,29 @@ static int address_matches(const beacon_reach_entry_t *e, const address_t *a,
     }
 }
 
+/* Why no list allows a reserved slot's name. */
+#define RESERVED_WHY "a reserved slot's name (" BEACON_RESERVED_DOMAIN "), never a member's"
+
+int beacon_url_is_reserved(const char *url)
+{
+    static const char domain[] = BEACON_RESERVED_DOMAIN;
+    apr_size_t dlen = sizeof(domain) - 1, len;
+    const char *host = strstr(url, "://");
+
+    if (host == NULL || host[3] == '[') {
+        return 0;
+    }
+    host += 3;
+    len = strcspn(host, ":/?#");
+    /* every trailing "." (one is the same DNS name; more a name that a
+     * resolver refuses, but still this one to the eye and to httpd) */
+    while (len > 0 && host[len - 1] == '.') {
+        len--;
+    }
+    return len >= dlen && strncasecmp(host + len - dlen, domain, dlen) == 0 &&
+           (len == dlen || host[len - dlen - 1] == '.');
+}
+
 const char *beacon_reach_refusal(const beacon_reach_t *reach, const char *url,
                                  const struct sockaddr *source)
 {
@@ -552,6 +575,9 @@ const char *beacon_reach_refusal(const beacon_reach_t *reach, const char *url,
 
     if (!host_of(url, &h)) {
         return "not a canonical url";
+    }
+    if (beacon_url_is_reserved(url)) {
+        return RESERVED_WHY; /* before any list: none can allow it */
     }
     if (h.is_address) {
         range = refused_range_of(&h.a);
@@ -580,6 +606,12 @@ const char *beacon_reach_gate_refusal(const beacon_reach_gate_t *gate,
 
     if (by_balancer != NULL) {
         *by_balancer = 0;
+    }
+    if (beacon_url_is_reserved(url)) {
+        if (by_balancer != NULL) {
+            *by_balancer = -1; /* no list refused it: none may allow it */
+        }
+        return RESERVED_WHY;
     }
     if (gate == NULL) {
         return beacon_reach_refusal(NULL, url, NULL);

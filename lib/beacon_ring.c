@@ -143,8 +143,10 @@ int beacon_ring_shared_key(const beacon_ring_t *ring, int *a, int *b)
     for (i = -1; i < n; i++) {
         for (j = i + 1; j < n; j++) {
             /* a service without keys of its own uses the default ones
-             * by configuration, not by a shared secret */
-            if ((i >= 0 || ring->service[j].nkeys > 0) && share(ring, i, j)) {
+             * by configuration: a shared secret only when datagrams
+             * without svc= go somewhere too (not require_svc) */
+            if ((i >= 0 || ring->service[j].nkeys > 0 || !ring->require_svc) &&
+                share(ring, i, j)) {
                 *a = i;
                 *b = j;
                 return 1;

@@ -300,6 +300,19 @@ static void warn_shared_keys(apr_pool_t *p, server_rec *s,
         !beacon_ring_shared_key(ring, &a, &b)) {
         return;
     }
+    if (a < 0 && ring->service[b].nkeys == 0 && none >= 0) {
+        /* the usual way in: a service line that forgot its secret= */
+        const beacon_balancer_conf *bc = beacon_balancer_at(conf, lane[b]);
+
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00191)
+                     "ProxyBeaconBalancer: balancer://%s (service=%s) has no "
+                     "secret= and shares the receiver's ProxyBeaconSecret "
+                     "with balancer://%s (no service=): anyone who holds it "
+                     "can announce into both; give balancer://%s its own "
+                     "secret= (%s)", bc->name, ring->service[b].name,
+                     beacon_balancer_at(conf, none)->name, bc->name, bc->where);
+        return;
+    }
     beacon_receiver_address(p, s, conf, &host, &port);
     ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00143)
                  "ProxyBeaconBalancer: services %s and %s of receiver udp %s "
@@ -340,8 +353,9 @@ static void warn_about_senders(server_rec *main_s)
             (why = beacon_reach_refusal(NULL, conf->advertise, NULL)) != NULL) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00158)
                          "ProxyBeaconAdvertise %s: %s: receivers drop its "
-                         "announcements (url not allowed) unless their "
-                         "ProxyBeaconAllow lists it", conf->advertise, why);
+                         "announcements (url not allowed)%s", conf->advertise,
+                         why, beacon_url_is_reserved(conf->advertise)
+                                  ? "" : " unless their ProxyBeaconAllow lists it");
         }
     }
 }

@@ -366,12 +366,6 @@ static beacon_add_result add(beacon_balancer *t, const char *url,
     beacon_slot *existing;
     beacon_entry *e;
 
-    if (beacon_slots_reserved_host(url)) {
-        /* it would look like a free reserved slot and lose its slot to
-         * the next new url */
-        info->why = "its host is a reserved slot's (.beacon.invalid)";
-        return BEACON_ADD_FAILED;
-    }
     if (beacon_worker_hold(t->w) != APR_SUCCESS) {
         info->why = "the balancer's locks failed";
         return BEACON_ADD_FAILED;

@@ -51,7 +51,9 @@ static void report_second_copy(beacon_receiver *r, const beacon_event_t *ev,
 
 /* The first context of a verified datagram that r's balancer does not let
  * its members claim (contexts=), into *path; 0 when there is none, or when
- * the balancer routes no contexts (ctx= is then ignored). */
+ * the balancer routes no contexts (ctx= is then ignored). A leaving one
+ * is never refused: it claims nothing (attrs_of), and a member must be
+ * able to go even when contexts= lost a path it still names. */
 static int refused_context(const beacon_receiver *r,
                            const beacon_datagram_t *dg, beacon_span_t *path)
 {
@@ -59,6 +61,7 @@ static int refused_context(const beacon_receiver *r,
     int i;
 
     if (r->bal == NULL || r->bal->contexts == NULL ||
+        beacon_datagram_is_leaving(dg) ||
         (i = beacon_allow_refused(r->bal->contexts, paths,
                                   beacon_datagram_contexts(dg, paths))) < 0) {
         return 0;

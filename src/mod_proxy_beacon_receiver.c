@@ -121,7 +121,8 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
                                    2 * r->conf->max_skew.value,
                                    r->conf->member_params, r->bal->slots,
                                    beacon_receiver_capacity(r->conf),
-                                   {r->conf->allow, r->bal->allow, NULL}};
+                                   {r->conf->allow, r->bal->allow, NULL},
+                                   r->bal->contexts};
     int restored, forgotten;
 
     r->target = beacon_balancer_open(pconf, r->s, r->bal->name,

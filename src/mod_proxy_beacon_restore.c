@@ -36,28 +36,6 @@ static int in_balancer(const beacon_workers *ws, const beacon_entry *e)
     return strcmp(e->balancer, beacon_worker_balancer_name(ws)) == 0;
 }
 
-/* The admin's flags as balancer-manager's letters, for a log line. */
-static const char *admin_letters(apr_pool_t *p, unsigned int flags)
-{
-    static const struct {
-        unsigned int flag;
-        const char *letter;
-    } letters[] = {
-        {BEACON_W_STOPPED, "S"},     {BEACON_W_DRAIN, "N"},
-        {BEACON_W_HOT_STANDBY, "H"}, {BEACON_W_HOT_SPARE, "R"},
-        {BEACON_W_IGNORE_ERRORS, "I"},
-    };
-    char *text = apr_pcalloc(p, 8), *c = text;
-    unsigned i;
-
-    for (i = 0; i < sizeof(letters) / sizeof(letters[0]); i++) {
-        if (flags & letters[i].flag) {
-            *c++ = *letters[i].letter;
-        }
-    }
-    return text;
-}
-
 /* The entries of ws's balancer that are members with a slot, one by one:
  * start with *i = 0; NULL when there are no more. */
 static beacon_entry *next_member(const beacon_workers *ws,
@@ -91,7 +69,7 @@ int beacon_restore_keep(const beacon_workers *ws, const beacon_registry *reg,
             ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, BCNLOGNO(00091)
                          "kept the settings of %s in %s for restarts: "
                          "flags '%s', lbfactor %d, lbset %d, route '%s'",
-                         e->url, name, admin_letters(p, e->admin.flags),
+                         e->url, name, beacon_worker_admin_letters(p, e->admin.flags),
                          e->admin.lbfactor, e->admin.lbset,
                          ap_escape_logitem(p, e->admin.route));
         }
@@ -258,6 +236,47 @@ static int restore_member(beacon_workers *ws, beacon_slots *slots,
     return 1;
 }
 
+/* Entry i's claim (e's member, restored) keeps only the contexts that
+ * contexts= allows now; the others are dropped, logged once (the claim
+ * is rewritten): a list narrowed while httpd was down or by a graceful
+ * restart takes effect with the restart, as for an announcement. The
+ * member stays: its other contexts, and the balancer's own ProxyPass,
+ * still reach it. */
+static void narrow_claim(const beacon_workers *ws, const beacon_registry *reg,
+                         const beacon_member_policy *policy, unsigned i,
+                         const beacon_entry *e, apr_pool_t *p)
+{
+    const char *claim = beacon_registry_claims(reg, i), *kept = "",
+               *dropped = "";
+    beacon_span_t paths[BEACON_CTX_MAX_PATHS];
+    int k, n;
+
+    if (policy->contexts == NULL || *claim == '\0') {
+        return;
+    }
+    n = beacon_ctx_parse(claim, strlen(claim), paths);
+    for (k = 0; k < n; k++) {
+        const char *path = apr_pstrmemdup(p, paths[k].ptr, paths[k].len);
+
+        if (beacon_allow_permits(policy->contexts, paths[k].ptr, paths[k].len)) {
+            kept = apr_pstrcat(p, kept, *kept ? "," : "", path, NULL);
+        }
+        else {
+            dropped = apr_pstrcat(p, dropped, *dropped ? "," : "", path, NULL);
+        }
+    }
+    if (*dropped == '\0') {
+        return;
+    }
+    beacon_registry_claim(reg, i, kept, strlen(kept));
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, beacon_worker_server(ws),
+                 BCNLOGNO(00190) "restored %s in %s without context(s) %s: "
+                 "contexts= no longer allows them; it keeps %s",
+                 e->url, beacon_worker_balancer_name(ws),
+                 ap_escape_logitem(p, dropped),
+                 *kept ? ap_escape_logitem(p, kept) : "no context");
+}
+
 int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
                            const beacon_member_policy *policy,
                            beacon_slots *slots, apr_pool_t *p, int *forgotten)
@@ -298,6 +317,7 @@ int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
             (*forgotten)++;
         }
         else if (restore_member(ws, slots, policy, e, p)) {
+            narrow_claim(ws, reg, policy, i, e, p);
             restored++;
         }
     }

@@ -25,6 +25,8 @@ typedef struct {
     unsigned entries;             /* the registry's: the receiver's capacity */
     beacon_reach_gate_t reach;    /* ProxyBeaconAllow and allow= (no source):
                                    * a member they refuse is not restored */
+    const beacon_allow_t *contexts; /* contexts=, or NULL: a restored claim
+                                   * keeps only the contexts it allows */
 } beacon_member_policy;
 
 /*

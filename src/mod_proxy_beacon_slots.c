@@ -9,8 +9,7 @@
 #include <apr_strings.h>
 
 #define PLACEHOLDER_PREFIX "http://slot-"
-#define RESERVED_DOMAIN ".beacon.invalid"
-#define PLACEHOLDER_SUFFIX RESERVED_DOMAIN
+#define PLACEHOLDER_SUFFIX "." BEACON_RESERVED_DOMAIN
 
 struct beacon_slots {
     beacon_workers *ws;
@@ -61,21 +60,6 @@ int beacon_slots_is_placeholder(const char *name)
         }
     }
     return 1;
-}
-
-int beacon_slots_reserved_host(const char *url)
-{
-    const char *host = strstr(url, "://"), *end;
-    apr_size_t len, domain = sizeof(RESERVED_DOMAIN) - 1;
-
-    if (host == NULL) {
-        return 0;
-    }
-    host += 3;
-    end = host + strcspn(host, ":/?#");
-    len = (apr_size_t)(end - host);
-    return len >= domain &&
-           strncasecmp(end - domain, RESERVED_DOMAIN, domain) == 0;
 }
 
 static int is_free(const beacon_slot *slot)
@@ -132,14 +116,28 @@ int beacon_slots_take_this(beacon_slots *rs, beacon_slot *slot,
 {
     beacon_worker *tmpl = beacon_worker_template(rs->ws, params, url, p);
     beacon_slot_change member = {0};
+    beacon_slot_view v;
+    unsigned int admin;
 
     if (tmpl == NULL || !is_free(slot)) {
         return 0;
     }
+    beacon_worker_view(slot, &v);
+    /* stopped is the placeholder's own; anything else of the admin's
+     * (drain, hot standby, ... in balancer-manager) was set on no member,
+     * and would keep the new one from serving */
+    admin = v.status & BEACON_ADMIN_FLAGS & ~BEACON_W_STOPPED;
+    if (admin) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, beacon_worker_server(rs->ws),
+                     BCNLOGNO(00192) "cleared flags '%s' an admin set on the "
+                     "free reserved slot %s of %s: %s takes it",
+                     beacon_worker_admin_letters(p, admin), v.name,
+                     beacon_worker_balancer_name(rs->ws), url);
+    }
     beacon_worker_rename(rs->ws, slot, tmpl);
     /* no longer stopped: health checks, if any, begin; still disabled
      * until the caller puts it in rotation */
-    member.clear = BEACON_W_STOPPED;
+    member.clear = BEACON_ADMIN_FLAGS;
     beacon_worker_apply(slot, &member);
     rs->free_slots--;
     return 1;

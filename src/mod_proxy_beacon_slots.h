@@ -11,6 +11,8 @@
  * child has the placeholders in its member list from the configuration,
  * so a rename needs no child to sync. Once taken, a slot is a member like
  * one in a growth slot, and is recycled like one once its member leaves.
+ * No announced url may be named like a placeholder: libbeacon's reach
+ * refuses every host under beacon.invalid (beacon_url_is_reserved).
  */
 #ifndef MOD_PROXY_BEACON_SLOTS_H
 #define MOD_PROXY_BEACON_SLOTS_H
@@ -24,11 +26,6 @@ const char *beacon_slots_define(apr_pool_t *p, server_rec *s, const char *name,
 
 /* Whether a member's name is a placeholder's: a free reserved slot. */
 int beacon_slots_is_placeholder(const char *name);
-
-/* Whether url's host is one that placeholders are named with (any host
- * under beacon.invalid, whatever the scheme and port): a member named so
- * would look like a free reserved slot, so none may be. */
-int beacon_slots_reserved_host(const char *url);
 
 /* One balancer's reserved slots, as this process knows them. */
 typedef struct beacon_slots beacon_slots;

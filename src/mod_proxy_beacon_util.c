@@ -34,6 +34,9 @@ const char *beacon_held_back(apr_pool_t *p, unsigned suppressed)
 const char *beacon_refused_by(apr_pool_t *p, const beacon_reach_gate_t *gate,
                               int by_balancer, const char *balancer)
 {
+    if (by_balancer < 0) {
+        return ""; /* no list refused it (a reserved slot's name) */
+    }
     if (by_balancer) {
         return apr_pstrcat(p, " (allow= of ", balancer, ")", NULL);
     }

@@ -47,8 +47,9 @@ int beacon_rate_allows(beacon_rate_limit *rl, apr_time_t now,
 const char *beacon_held_back(apr_pool_t *p, unsigned suppressed);
 
 /* Whose list refused a url, for the line that says so: " (allow= of
- * balancer://NAME)", " (ProxyBeaconAllow)", or "" when the defaults did
- * (their message says so). balancer: "balancer://NAME". */
+ * balancer://NAME)", " (ProxyBeaconAllow)", or "" when the defaults or
+ * no list (by_balancer < 0: a reserved slot's name) did (their message
+ * says so). balancer: "balancer://NAME". */
 const char *beacon_refused_by(apr_pool_t *p, const beacon_reach_gate_t *gate,
                               int by_balancer, const char *balancer);
 

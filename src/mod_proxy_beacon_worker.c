@@ -1079,3 +1079,24 @@ apr_hash_t *beacon_worker_flags(beacon_workers *ws, apr_pool_t *p)
     beacon_worker_thread_unlock(ws);
     return flags;
 }
+
+const char *beacon_worker_admin_letters(apr_pool_t *p, unsigned int flags)
+{
+    static const struct {
+        unsigned int flag;
+        const char *letter;
+    } letters[] = {
+        {BEACON_W_STOPPED, "S"},     {BEACON_W_DRAIN, "N"},
+        {BEACON_W_HOT_STANDBY, "H"}, {BEACON_W_HOT_SPARE, "R"},
+        {BEACON_W_IGNORE_ERRORS, "I"},
+    };
+    char *text = apr_pcalloc(p, 8), *c = text;
+    unsigned i;
+
+    for (i = 0; i < sizeof(letters) / sizeof(letters[0]); i++) {
+        if (flags & letters[i].flag) {
+            *c++ = *letters[i].letter;
+        }
+    }
+    return text;
+}

@@ -46,6 +46,10 @@ typedef struct proxy_worker beacon_worker;
     (BEACON_W_STOPPED | BEACON_W_DRAIN | BEACON_W_HOT_STANDBY |         \
      BEACON_W_HOT_SPARE | BEACON_W_IGNORE_ERRORS)
 
+/* The BEACON_ADMIN_FLAGS of flags as balancer-manager's letters ("NH"),
+ * for a log line. */
+const char *beacon_worker_admin_letters(apr_pool_t *p, unsigned int flags);
+
 /*
  * What beacon's policy reads of a member's slot, taken in one go. The
  * strings point into shared memory: read them under the balancer's locks

@@ -325,6 +325,19 @@ def test_a_sender_advertising_what_the_defaults_refuse_is_warned(httpd_factory):
             in out), out
 
 
+def test_a_sender_advertising_a_reserved_slots_name_is_warned(httpd_factory):
+    """No ProxyBeaconAllow opens a name under beacon.invalid: the line
+    offers no such way out."""
+    h = sender_httpd(httpd_factory, [f"127.0.0.1:{free_port()}"], advertise=False,
+                     extra="ProxyBeaconAdvertise http://Slot-1.beacon.invalid.\n")
+    rc, out = h.check_config()
+    assert rc == 0, out
+    line = next((l for l in out.splitlines() if "BCN00158" in l), "")
+    assert line.endswith("BCN00158: ProxyBeaconAdvertise http://slot-1.beacon.invalid.: a "
+                         "reserved slot's name (beacon.invalid), never a member's: "
+                         "receivers drop its announcements (url not allowed)"), out
+
+
 def test_a_sender_advertising_a_normal_origin_is_not_warned(httpd_factory):
     h = sender_httpd(httpd_factory, [f"127.0.0.1:{free_port()}"])
     rc, out = h.check_config()

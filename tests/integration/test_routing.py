@@ -413,3 +413,60 @@ def test_two_virtual_hosts_route_their_own_members(httpd_factory, backend_factor
     got = collections.Counter(h.get("/shop/x") for _ in range(5))
     assert got == {(200, "shop-1"): 5}, got
     assert vhost_get("/cart")[0] == 404
+
+
+def narrow_shop_to_cart(h, how):
+    """contexts= of shop loses /shop, which api's list now holds; the
+    restart `how` ("graceful" or "stop-start") applies it."""
+    h.tail_config = h.tail_config.replace(
+        "contexts=/shop,/cart", "contexts=/cart").replace(
+        "contexts=/api/*", "contexts=/api/*,/shop")
+    assert "contexts=/cart\n" in h.tail_config and ",/shop" in h.tail_config
+    if how == "graceful":
+        h.write_config()  # what a graceful restart reads
+        h.graceful()
+    else:
+        h.stop()
+        h.start()
+
+
+@pytest.mark.parametrize("how", ["graceful", "stop-start"])
+def test_a_restart_drops_the_contexts_a_narrowed_list_no_longer_allows(
+        httpd_factory, backend_factory, how):
+    h, udp = routing_proxy(httpd_factory)
+    start_receiver(h)
+    s, a = backend_factory("shop-1"), backend_factory("api-1")
+    claim(shop_of(udp), s.url, "/shop,/cart")
+    wait_routed(h, "/shop/x", "shop-1")
+    wait_routed(h, "/cart/x", "shop-1")
+    mark = h.log_size()
+    narrow_shop_to_cart(h, how)
+    # before any announcement of the new generation: the claim of /shop
+    # is gone, the member and its allowed /cart stay
+    assert [h.get("/shop/x")[0] for _ in range(20)] == [404] * 20
+    assert h.get("/cart/x") == (200, "shop-1")
+    wait_in(h, "shop", s.url)
+    h.wait_log(r"BCN00190: restored %s in balancer://shop without context\(s\) /shop"
+               % re.escape(s.url), since=mark)
+    # the only balancer now allowed /shop gets it, no stale claim before it
+    claim(api_of(udp), a.url, "/shop")
+    wait_routed(h, "/shop/x", "api-1")
+    assert [h.get("/shop/x")[1] for _ in range(20)] == ["api-1"] * 20
+
+
+def test_leaving_is_never_refused_for_the_contexts_it_carries(httpd_factory,
+                                                              backend_factory):
+    h, udp = routing_proxy(httpd_factory)
+    start_receiver(h)
+    s = backend_factory("shop-1")
+    claim(shop_of(udp), s.url, "/shop,/cart")
+    wait_routed(h, "/cart/x", "shop-1")
+    narrow_shop_to_cart(h, "graceful")
+    wait_in(h, "shop", s.url)
+    # the member's own goodbye still names /shop, now not allowed: it goes
+    mark = h.log_size()
+    claim(shop_of(udp), s.url, "/shop,/cart", state="leaving")
+    wait_in(h, "shop", s.url, want_enabled=False)
+    wait_status(h, "/cart/x", 503)
+    h.expect_errors("AH01170")  # mod_proxy_balancer: all workers in error state
+    assert "context not allowed" not in h.error_log()[mark:]

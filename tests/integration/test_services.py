@@ -309,6 +309,28 @@ def test_services_that_share_a_key_are_warned_about(httpd_factory):
                      r"key: no isolation between them", out), out
 
 
+def test_a_service_without_secret_beside_the_default_balancer_is_warned_about(
+        httpd_factory):
+    """The balancer without service= takes datagrams signed with the
+    receiver's ProxyBeaconSecret; a service line without secret= is verified
+    with that same key, so its holder can join either (issue 32, defect 5)."""
+    h, _ = services_proxy(httpd_factory, balancers=[
+        "ProxyBeaconBalancer api", "ProxyBeaconBalancer shop service=shop"])
+    rc, out = h.check_config()
+    assert rc == 0, out
+    warnings = [l for l in out.splitlines() if "BCN00191" in l]
+    assert len(warnings) == 1, out
+    assert re.search(r"balancer://shop \(service=shop\) has no secret= and shares the "
+                     r"receiver's ProxyBeaconSecret with balancer://api \(no service=\): "
+                     r"anyone who holds it can announce into both; give balancer://shop "
+                     r"its own secret= \(\S+:\d+\)", warnings[0]), out
+    # with a key of its own, nothing is shared
+    h, _ = services_proxy(httpd_factory, balancers=[
+        "ProxyBeaconBalancer api", f"ProxyBeaconBalancer shop service=shop secret={SHOP_KEY}"])
+    rc, out = h.check_config()
+    assert rc == 0 and "BCN00191" not in out and "share" not in out, out
+
+
 def test_two_receivers_may_not_feed_one_balancer(httpd_factory):
     h, udp = services_proxy(httpd_factory)
     h.tail_config += (f"<VirtualHost 127.0.0.1:{h.port}>\n"

@@ -886,6 +886,48 @@ static void names_and_addresses_never_cross(void **state)
     assert_allowed(&nets, "http://127.0.0.1", (struct sockaddr *)&s4);
 }
 
+/* A reserved slot's name (http://slot-K.beacon.invalid, a placeholder
+ * member) in no spelling is a url any list allows: a member named so
+ * would look like a free reserved slot (issue 32, defect 7). */
+static void a_reserved_slots_name_is_refused_in_every_spelling(void **state)
+{
+    static const char *const spellings[] = {
+        "http://slot-3.beacon.invalid",   "http://slot-3.beacon.invalid.",
+        "http://slot-3.beacon.invalid..", "HTTP://SLOT-3.BEACON.INVALID",
+        "http://Slot-3.Beacon.Invalid.:80", "https://slot-7.beacon.invalid:8443",
+        "http://anything.beacon.invalid/", "http://a.b.beacon.invalid",
+        "ajp://beacon.invalid.",          "http://beacon.invalid",
+    };
+    beacon_reach_t wide = parsed("*.invalid,*.beacon.invalid,beacon.invalid,"
+                                 "slot-3.beacon.invalid,0.0.0.0/0,source");
+    beacon_reach_gate_t gate = {&wide, &wide, NULL};
+    char canon[BEACON_URL_MAX];
+    size_t i;
+    int by;
+
+    (void)state;
+    for (i = 0; i < sizeof(spellings) / sizeof(spellings[0]); i++) {
+        assert_refused(NULL, spellings[i], NULL, "reserved slot");
+        assert_refused(&wide, spellings[i], NULL, "reserved slot");
+        /* no list refused it, nor can any allow it */
+        by = 1;
+        assert_non_null(strstr(beacon_reach_gate_refusal(
+                                   &gate, canonical(spellings[i], canon), &by),
+                               "reserved slot"));
+        assert_int_equal(by, -1);
+        by = 1;
+        assert_non_null(beacon_reach_gate_refusal(
+            NULL, canonical(spellings[i], canon), &by));
+        assert_int_equal(by, -1);
+    }
+    /* names that only look alike */
+    assert_allowed(NULL, "http://notbeacon.invalid", NULL);
+    assert_allowed(NULL, "http://slot-3.beacon.invalid.example", NULL);
+    assert_allowed(NULL, "http://beacon.invalidx", NULL);
+    assert_allowed(NULL, "http://slot-3.beacon", NULL);
+    assert_allowed(&wide, "http://x.invalid", NULL);
+}
+
 /* ------------------------------------------------------------------ */
 /* The gate                                                            */
 
@@ -1182,6 +1224,7 @@ int main(void)
         cmocka_unit_test(source_allows_the_address_the_datagram_came_from),
         cmocka_unit_test(names_match_exactly_and_suffixes_below),
         cmocka_unit_test(names_and_addresses_never_cross),
+        cmocka_unit_test(a_reserved_slots_name_is_refused_in_every_spelling),
         cmocka_unit_test(both_lists_of_a_gate_must_allow),
         cmocka_unit_test(a_refused_url_never_reaches_the_table),
         cmocka_unit_test(a_verified_datagram_is_gated_too),

@@ -184,6 +184,9 @@ static void ring_shared_key_finds_services_that_are_not_isolated(void **state)
     int a = 9, b = 9;
 
     (void)state;
+    /* no balancer takes datagrams without svc=: the default keys are
+     * cart's alone */
+    beacon_ring_require_service(r, 1);
     assert_int_equal(beacon_ring_shared_key(r, &a, &b), 0); /* one without */
     assert_null(beacon_ring_add(r, "cart2", NULL, 0));
     assert_int_equal(beacon_ring_shared_key(r, &a, &b), 1); /* two without */
@@ -192,6 +195,7 @@ static void ring_shared_key_finds_services_that_are_not_isolated(void **state)
     free(r);
 
     r = three_services();
+    beacon_ring_require_service(r, 1);
     assert_null(beacon_ring_add(r, "shop2", &key_shop, 1));
     assert_int_equal(beacon_ring_shared_key(r, &a, &b), 1);
     assert_int_equal(a, 0);
@@ -199,10 +203,35 @@ static void ring_shared_key_finds_services_that_are_not_isolated(void **state)
     free(r);
 
     r = three_services();
+    beacon_ring_require_service(r, 1);
     assert_null(beacon_ring_add(r, "uses-default", &key_default, 1));
     assert_int_equal(beacon_ring_shared_key(r, &a, &b), 1);
     assert_int_equal(a, -1); /* cart, without keys, is no such pair */
     assert_int_equal(b, 3);
+    free(r);
+}
+
+/* A balancer without service= takes the datagrams without svc=, verified
+ * with the default keys: a service without keys of its own shares them
+ * with it (issue 32, defect 5). */
+static void ring_shared_key_finds_a_keyless_service_beside_the_default(void **state)
+{
+    beacon_ring_t *r = three_services(); /* require_service off */
+    int a = 9, b = 9;
+
+    (void)state;
+    assert_int_equal(beacon_ring_shared_key(r, &a, &b), 1);
+    assert_int_equal(a, -1);
+    assert_int_equal(b, 2); /* cart */
+    free(r);
+
+    /* every service with keys of its own: nothing shared */
+    r = malloc(sizeof *r);
+    assert_non_null(r);
+    beacon_ring_init(r, &key_default, 1);
+    assert_null(beacon_ring_add(r, "shop", &key_shop, 1));
+    assert_null(beacon_ring_add(r, "api", &key_api, 1));
+    assert_int_equal(beacon_ring_shared_key(r, &a, &b), 0);
     free(r);
 }
 
@@ -546,6 +575,7 @@ int main(void)
         cmocka_unit_test(ring_find_finds_every_service_by_exact_name),
         cmocka_unit_test(ring_keys_are_a_services_own_or_the_default),
         cmocka_unit_test(ring_shared_key_finds_services_that_are_not_isolated),
+        cmocka_unit_test(ring_shared_key_finds_a_keyless_service_beside_the_default),
         cmocka_unit_test(a_service_with_own_keys_is_verified_with_those_only),
         cmocka_unit_test(a_service_without_keys_and_no_svc_use_the_default_keys),
         cmocka_unit_test(an_unknown_or_garbage_svc_selects_the_default_keys),
