@@ -284,6 +284,12 @@ beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
     return reg;
 }
 
+apr_size_t beacon_registry_bytes(unsigned entries)
+{
+    return persisted_data_size(sizeof(beacon_entry), entries + FIRST_ENTRY) +
+           persisted_data_size(sizeof(claims_slot), entries);
+}
+
 unsigned beacon_registry_size(const beacon_registry *reg)
 {
     return reg->entries;

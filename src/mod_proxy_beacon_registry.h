@@ -88,7 +88,7 @@ typedef struct {
 typedef struct beacon_registry beacon_registry;
 
 /*
- * In post_config: the registry of entries entries (the receiver's
+ * In post_config: the registry of entries entries (its balancer's
  * capacity) of the receiver whose identity is key (its virtual host and
  * bind address), found again under the same name after a restart. A
  * persisted file that is not whole (cut, or its digest wrong) is set
@@ -98,6 +98,10 @@ typedef struct beacon_registry beacon_registry;
  */
 beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
                                       const char *key, unsigned entries);
+
+/* The bytes of shared memory a registry of entries entries takes (its
+ * entries and their claims, as mod_slotmem_shm lays them out). */
+apr_size_t beacon_registry_bytes(unsigned entries);
 
 /* The entries the registry holds. */
 unsigned beacon_registry_size(const beacon_registry *reg);
