@@ -113,12 +113,21 @@ beacon_registry_header *beacon_registry_header_of(const beacon_registry *reg);
  * (this layout, its strings terminated), else NULL. */
 beacon_entry *beacon_registry_entry(const beacon_registry *reg, unsigned i);
 
+/* This process writes the registry from now on (a new owner): what
+ * another wrote is looked up afresh. The lookups by url below are the
+ * owner's (they use its index of the entries). */
+void beacon_registry_own(const beacon_registry *reg);
+
+/* An entry was made to name another url in place (a recycled slot's):
+ * the lookups by url see it. */
+void beacon_registry_renamed(const beacon_registry *reg);
+
 /* The entry of member url in balancer (a replay mark is none), or NULL. */
 beacon_entry *beacon_registry_find(const beacon_registry *reg,
                                    const char *balancer, const char *url);
 
 /* The member entry of url, trying entry *hint first and leaving where it
- * was found in *hint: the datagram path's lookup. */
+ * was found in *hint (-1: none): the datagram path's lookup. */
 beacon_entry *beacon_registry_find_hinted(const beacon_registry *reg,
                                           const char *balancer,
                                           const char *url, int *hint);

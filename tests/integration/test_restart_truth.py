@@ -275,6 +275,42 @@ def test_a_replay_of_a_url_whose_slot_was_recycled_is_dropped_after_an_owner_cha
         assert [w["name"] for w in h.balancer_members()] == [b.url]
 
 
+def test_the_replay_mark_of_a_url_waiting_for_a_slot_rises_and_outlives_its_owner(
+        httpd_factory, backend_factory):
+    """a's slot went to b; a announces again while it waits for a slot (none
+    is free): its replay mark in the registry rises to that announcement,
+    found by the owner's index of the entries, so a replay of it after a
+    graceful restart is dropped and a stays out."""
+    udp = free_port()
+    h = httpd_factory(growth=1, tail_config=receiver_config(udp, timeout="1"))
+    start_receiver(h)
+    ann = Announcer(udp)
+    a, b = backend_factory("a"), backend_factory("b")
+    ann.announce(a.url)
+    wait_member(h, a.url)
+    ann.announce(a.url, state="leaving")
+    wait_member(h, a.url, want_enabled=False)
+    with Heartbeat(ann, b.url, period=0.3):
+        h.wait_log(r"BCN00038: recycled slot of %s for %s" % (re.escape(a.url),
+                                                             re.escape(b.url)),
+                   timeout=40)
+        wait_member(h, b.url)
+        mark = h.log_size()
+        waiting = ann.announce(a.url)
+        # its second copy dropped: the first was taken, in order
+        ann.send(waiting)
+        h.wait_log(r"dropped datagram from [^:]+:\d+: replayed/reordered ts %s"
+                   % re.escape(a.url), since=mark)
+        mark = h.log_size()
+        h.graceful()
+        h.wait_log(r"BCN00060: took over 1 existing member", timeout=30, since=mark)
+        mark = h.log_size()
+        ann.send(waiting)
+        h.wait_log(r"dropped datagram from [^:]+:\d+: replayed/reordered ts %s"
+                   % re.escape(a.url), since=mark)
+        assert [w["name"] for w in h.balancer_members()] == [b.url]
+
+
 def test_a_member_out_of_rotation_gives_up_its_route_to_one_in_rotation(
         httpd_factory, backend_factory):
     """The same jvmRoute on a new address: the departed member's route goes
