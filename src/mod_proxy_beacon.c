@@ -99,12 +99,11 @@ static const char *balancers_problem(apr_pool_t *p, server_rec *s,
         return "ProxyBeaconService and ProxyBeaconBalancer service= both "
                "name the balancer's service: keep one";
     }
-    if (beacon_receiver_capacity(conf) - BEACON_TABLE_CAPACITY >
-        BEACON_RECEIVER_SLOTS_MAX) {
+    if (beacon_receiver_slots(conf) > BEACON_RECEIVER_SLOTS_MAX) {
         return apr_psprintf(p, "ProxyBeaconBalancer: the balancers of one "
                             "receiver reserve at most %d slots= in all, "
                             "these %u", BEACON_RECEIVER_SLOTS_MAX,
-                            beacon_receiver_capacity(conf) - BEACON_TABLE_CAPACITY);
+                            beacon_receiver_slots(conf));
     }
     for (i = 0; i < n; i++) {
         const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
@@ -442,6 +441,7 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
     apr_array_header_t *seen = apr_array_make(ptemp, 4, sizeof(receiver_seen));
     apr_array_header_t *balancers = apr_array_make(ptemp, 4, sizeof(balancer_seen));
     server_rec *s;
+    apr_size_t shm = 0;
     int rc = OK;
 
     (void)pconf;
@@ -462,6 +462,20 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                          "%s (%s)", problem, conf->where);
             rc = !OK;
         }
+        if (conf->listen_set) {
+            shm += beacon_receiver_shm(conf);
+        }
+    }
+    if (shm > BEACON_SHM_MAX) {
+        /* each balancer holds 256 urls besides its slots=: thousands of
+         * balancers would take GiB nobody means to give */
+        ap_log_error(APLOG_MARK, APLOG_EMERG, 0, main_s, BCNLOGNO(00211)
+                     "ProxyBeaconBalancer: the receivers' balancers would "
+                     "take %" APR_SIZE_T_FMT " MiB of shared memory, more "
+                     "than %" APR_SIZE_T_FMT " MiB: feed fewer balancers "
+                     "from them or reserve fewer slots=",
+                     shm / (1024 * 1024), BEACON_SHM_MAX / (1024 * 1024));
+        rc = !OK;
     }
     return rc;
 }

@@ -538,8 +538,9 @@ int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
     if (beacon_worker_hold(t->w) != APR_SUCCESS) {
         return 0;
     }
-    beacon_recycle_finish(t->w, t->registry, t->policy.params, p);
     /* this process is the owner from now on */
+    beacon_registry_own(t->registry);
+    beacon_recycle_finish(t->w, t->registry, t->policy.params, p);
     beacon_slots_index(t->slots);
     beacon_worker_index(t->w);
     /* one walk of the registry: each member's slot is found by the index

@@ -44,15 +44,20 @@ const char *beacon_balancer_service(const beacon_server_conf *conf, int i)
                        : beacon_balancer_count(conf) == 1 ? conf->service : NULL;
 }
 
-unsigned beacon_receiver_capacity(const beacon_server_conf *conf)
+unsigned beacon_balancer_capacity(const beacon_balancer_conf *bc)
 {
-    unsigned capacity = BEACON_TABLE_CAPACITY;
+    return BEACON_TABLE_CAPACITY + (bc ? (unsigned)bc->slots : 0);
+}
+
+unsigned beacon_receiver_slots(const beacon_server_conf *conf)
+{
+    unsigned slots = 0;
     int i;
 
     for (i = 0; i < beacon_balancer_count(conf); i++) {
-        capacity += (unsigned)beacon_balancer_at(conf, i)->slots;
+        slots += (unsigned)beacon_balancer_at(conf, i)->slots;
     }
-    return capacity;
+    return slots;
 }
 
 const char *beacon_receiver_ring(const beacon_server_conf *conf,

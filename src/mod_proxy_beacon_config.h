@@ -117,10 +117,22 @@ const char *beacon_receiver_ring(const beacon_server_conf *conf,
 #define BEACON_SLOTS_MAX 5000
 #define BEACON_RECEIVER_SLOTS_MAX 20000
 
-/* The urls a receiver tracks at once (its member table, registry and
- * status records): BEACON_TABLE_CAPACITY for members in growth slots,
- * urls waiting for a slot and replay marks, plus every reserved slot. */
-unsigned beacon_receiver_capacity(const beacon_server_conf *conf);
+/* The shared memory the receivers' balancers may take in all (status
+ * records, registries, claims): past it apache2 -t refuses, as a
+ * configuration nobody means (2,000 balancers of one slot). */
+#define BEACON_SHM_MAX ((apr_size_t)1024 * 1024 * 1024)
+
+/* The urls one balancer of a receiver tracks at once (its member table,
+ * registry and status records): BEACON_TABLE_CAPACITY for members in
+ * growth slots, urls waiting for a slot and replay marks, plus its own
+ * reserved slots; bc NULL: a log-only receiver's. Another balancer's
+ * slots= is never this one's to hold, so each is sized by what it can
+ * hold and a slot costs the same however many services share the
+ * receiver. */
+unsigned beacon_balancer_capacity(const beacon_balancer_conf *bc);
+
+/* The slots= of a receiver's balancers, in all. */
+unsigned beacon_receiver_slots(const beacon_server_conf *conf);
 
 /* ProxyBeaconForget as set, else its default: an hour, or longer than the
  * lease plus twice the skew window when those are longer. */

@@ -567,7 +567,7 @@ void beacon_members_start(beacon_receiver *r, apr_pool_t *pool,
     unsigned i, capacity = r->shared->capacity;
 
     r->pool = pool;
-    /* the capacity the status memory was made for: the receiver's */
+    /* the capacity the status memory was made for: its balancer's */
     r->table = beacon_table_make(pool, capacity, r->conf->timeout.value,
                                  r->conf->max_skew.value);
     if (r->listener == r) {

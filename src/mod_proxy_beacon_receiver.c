@@ -120,7 +120,7 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
                                    beacon_forget_interval(r->conf),
                                    2 * r->conf->max_skew.value,
                                    r->conf->member_params, r->bal->slots,
-                                   beacon_receiver_capacity(r->conf),
+                                   beacon_balancer_capacity(r->bal),
                                    {r->conf->allow, r->bal->allow, NULL},
                                    r->bal->contexts};
     int restored, forgotten;
@@ -154,10 +154,30 @@ static void warn_short_timeout(const beacon_receiver *r)
     }
 }
 
+/* The shared memory of a receiver's lane of capacity urls: its status
+ * records, and with a balancer its registry and claims. */
+static apr_size_t lane_shm(unsigned capacity, int balancer)
+{
+    return beacon_status_size(capacity) +
+           (balancer ? beacon_registry_bytes(capacity) : 0);
+}
+
+apr_size_t beacon_receiver_shm(const beacon_server_conf *conf)
+{
+    int i, n = beacon_balancer_count(conf);
+    apr_size_t bytes = n ? 0 : lane_shm(beacon_balancer_capacity(NULL), 0);
+
+    for (i = 0; i < n; i++) {
+        bytes += lane_shm(beacon_balancer_capacity(beacon_balancer_at(conf, i)), 1);
+    }
+    return bytes;
+}
+
 /* Receiver i of listener l (its balancer i; log-only: none). */
 static beacon_receiver *make_lane(apr_pool_t *pconf, beacon_receiver *l, int i)
 {
     beacon_receiver *r = i == 0 ? l : apr_pcalloc(pconf, sizeof(*r));
+    unsigned capacity;
 
     r->s = l->s;
     r->conf = l->conf;
@@ -172,8 +192,16 @@ static beacon_receiver *make_lane(apr_pool_t *pconf, beacon_receiver *l, int i)
     else {
         r->service = l->conf->service;
     }
-    r->shared = beacon_status_create(pconf, r->s,
-                                     beacon_receiver_capacity(r->conf));
+    capacity = beacon_balancer_capacity(r->bal);
+    r->shared = beacon_status_create(pconf, r->s, capacity);
+    if (r->bal) {
+        /* what memory grows with is the operator's to see: slots= */
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00210)
+                     "balancer://%s holds %u urls: %" APR_SIZE_T_FMT " KiB "
+                     "of shared memory (status records, member registry, "
+                     "claims)", r->bal->name, capacity,
+                     lane_shm(capacity, 1) / 1024);
+    }
     l->lanes[i] = r;
     return r->shared ? r : NULL;
 }
@@ -196,7 +224,7 @@ static apr_status_t open_routes(apr_pool_t *pconf, beacon_receiver *l)
         lanes[i].name = bal->name;
         lanes[i].contexts = bal->contexts;
         lanes[i].target = l->lanes[i]->target;
-        lanes[i].entries = beacon_receiver_capacity(l->conf);
+        lanes[i].entries = beacon_balancer_capacity(bal);
     }
     l->routes = beacon_route_table_open(pconf, l->s, l->label, lanes, l->nlanes,
                                    &failed);

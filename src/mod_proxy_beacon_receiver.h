@@ -43,6 +43,10 @@ const char *beacon_receiver_label(apr_pool_t *p, const char *host,
 int beacon_receiver_views(apr_pool_t *p, const server_rec *only,
                           beacon_receiver_view **views);
 
+/* The bytes of shared memory the balancers of receiver conf take (their
+ * status records, registries and claims), for check_config's bound. */
+apr_size_t beacon_receiver_shm(const beacon_server_conf *conf);
+
 /* Hooks (mod_proxy_beacon.c). */
 apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *s);
 void beacon_receivers_child_init(apr_pool_t *pchild);

@@ -150,6 +150,7 @@ void beacon_recycle_finish_entry(beacon_workers *ws,
     beacon_registry_put_mark(reg, e); /* e->url is still the old one */
     e->out = 1; /* the new url's first announcement puts it in rotation */
     complete(ws, e, tmpl ? slot : NULL, tmpl);
+    beacon_registry_renamed(reg);
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, beacon_worker_server(ws),
                  BCNLOGNO(00087) "finished renaming a slot of %s to %s, "
                  "left half done by an owner that stopped",
@@ -253,6 +254,7 @@ beacon_slot *beacon_recycle_take(beacon_workers *ws,
     apr_cpystrn(e->next_url, url, sizeof(e->next_url));
     e->state = BEACON_ENTRY_RECYCLING;
     complete(ws, e, slot, tmpl);
+    beacon_registry_renamed(reg);
     return slot;
 }
 

@@ -5,6 +5,7 @@
 #include "mod_proxy_beacon_registry.h"
 
 #include <apr_file_io.h>
+#include <apr_hash.h>
 #include <apr_md5.h>
 #include <apr_strings.h>
 #include <ap_provider.h>
@@ -52,6 +53,18 @@ struct beacon_registry {
     unsigned entries;              /* beacon_registry_size */
     unsigned next_free;            /* where this process looks for a free
                                     * entry first: after the last it took */
+    /* The owner's index of the entries by url, members and replay marks
+     * alike (open addressing, entry index + 1, 0: empty), so that a
+     * datagram's lookups cost a probe or two, a url with no entry (one
+     * that waits for a slot) included, rather than a walk of every
+     * entry. Built from the entries at the first lookup after this
+     * process named an entry (named != indexed): naming is the owner's
+     * alone while it runs (a new owner calls beacon_registry_own), and
+     * an entry freed or renamed since is found out by the compare each
+     * probe makes. */
+    apr_uint32_t *index;
+    apr_uint32_t index_mask;       /* slots - 1, a power of two */
+    apr_uint64_t named, indexed;
 };
 
 /* What a persisted file of another size held (its slots' bytes), to be
@@ -270,6 +283,13 @@ beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
 
     reg->key = key;
     reg->entries = entries;
+    reg->index_mask = 1;
+    while (reg->index_mask < 2 * entries) {
+        reg->index_mask <<= 1;
+    }
+    reg->index = apr_palloc(pconf, sizeof(*reg->index) * reg->index_mask);
+    reg->index_mask--;
+    reg->named = 1; /* and indexed 0: built at the first lookup */
     /* check_config made sure mod_slotmem_shm is loaded */
     reg->storage = ap_lookup_provider(AP_SLOTMEM_PROVIDER_GROUP, "shm",
                                       AP_SLOTMEM_PROVIDER_VERSION);
@@ -282,6 +302,12 @@ beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
     }
     carry(reg, s, &old_entries, &old_claims);
     return reg;
+}
+
+apr_size_t beacon_registry_bytes(unsigned entries)
+{
+    return persisted_data_size(sizeof(beacon_entry), entries + FIRST_ENTRY) +
+           persisted_data_size(sizeof(claims_slot), entries);
 }
 
 unsigned beacon_registry_size(const beacon_registry *reg)
@@ -385,6 +411,72 @@ static beacon_entry *entry_naming(const beacon_registry *reg, unsigned i,
     return beacon_registry_entry(reg, i);
 }
 
+/* Where the index looks for url first: a url field's bytes hash alike
+ * whether read from an entry or given. */
+static apr_uint32_t index_home(const beacon_registry *reg, const char *url)
+{
+    apr_ssize_t len = (apr_ssize_t)strnlen(url, BEACON_URL_MAX);
+
+    return apr_hashfunc_default(url, &len) & reg->index_mask;
+}
+
+/* The index of every entry in use, made anew. */
+static void build_index(beacon_registry *reg)
+{
+    unsigned i;
+
+    memset(reg->index, 0, sizeof(*reg->index) * ((apr_size_t)reg->index_mask + 1));
+    for (i = 0; i < reg->entries; i++) {
+        const beacon_entry *raw = slot_at(reg, i);
+        apr_uint32_t k;
+
+        if (raw == NULL || raw->magic != MARK_IN_USE ||
+            !terminated(raw->url, sizeof(raw->url))) {
+            continue;
+        }
+        for (k = index_home(reg, raw->url); reg->index[k];
+             k = (k + 1) & reg->index_mask) {
+        }
+        reg->index[k] = i + 1;
+    }
+    reg->indexed = reg->named;
+}
+
+/* The entry of url in balancer, a replay mark (mark) or a member (not),
+ * by the index; its number in *at. More than half the index is empty,
+ * so every probe ends. */
+static beacon_entry *indexed(const beacon_registry *reg, const char *balancer,
+                             const char *url, int mark, int *at)
+{
+    apr_uint32_t k;
+
+    if (reg->indexed != reg->named) {
+        build_index((beacon_registry *)reg); /* the index only */
+    }
+    for (k = index_home(reg, url); reg->index[k]; k = (k + 1) & reg->index_mask) {
+        unsigned i = reg->index[k] - 1;
+        beacon_entry *e = entry_naming(reg, i, url);
+
+        if (e && (e->state == BEACON_ENTRY_MARK) == mark &&
+            names(e, balancer, url)) {
+            *at = (int)i;
+            return e;
+        }
+    }
+    *at = -1;
+    return NULL;
+}
+
+void beacon_registry_own(const beacon_registry *reg)
+{
+    ((beacon_registry *)reg)->named++; /* the index only */
+}
+
+void beacon_registry_renamed(const beacon_registry *reg)
+{
+    ((beacon_registry *)reg)->named++; /* the index only */
+}
+
 beacon_entry *beacon_registry_find(const beacon_registry *reg,
                                    const char *balancer, const char *url)
 {
@@ -397,8 +489,6 @@ beacon_entry *beacon_registry_find_hinted(const beacon_registry *reg,
                                           const char *balancer,
                                           const char *url, int *hint)
 {
-    unsigned i;
-
     if (*hint >= 0 && (unsigned)*hint < reg->entries) {
         beacon_entry *e = entry_naming(reg, (unsigned)*hint, url);
 
@@ -406,31 +496,15 @@ beacon_entry *beacon_registry_find_hinted(const beacon_registry *reg,
             return e;
         }
     }
-    for (i = 0; i < reg->entries; i++) {
-        beacon_entry *e = entry_naming(reg, i, url);
-
-        if (e && names_member(e, balancer, url)) {
-            *hint = (int)i;
-            return e;
-        }
-    }
-    *hint = -1;
-    return NULL;
+    return indexed(reg, balancer, url, 0, hint);
 }
 
 beacon_entry *beacon_registry_find_mark(const beacon_registry *reg,
                                         const char *balancer, const char *url)
 {
-    unsigned i;
+    int at;
 
-    for (i = 0; i < reg->entries; i++) {
-        beacon_entry *e = entry_naming(reg, i, url);
-
-        if (e && e->state == BEACON_ENTRY_MARK && names(e, balancer, url)) {
-            return e;
-        }
-    }
-    return NULL;
+    return indexed(reg, balancer, url, 1, &at);
 }
 
 /* A free entry, looked for from after the last one taken: entries are
@@ -469,9 +543,11 @@ static beacon_entry *oldest_mark(const beacon_registry *reg)
     return oldest;
 }
 
-static beacon_entry *fill(beacon_entry *e, const char *balancer,
-                          const char *url, beacon_entry_state state)
+static beacon_entry *fill(const beacon_registry *reg, beacon_entry *e,
+                          const char *balancer, const char *url,
+                          beacon_entry_state state)
 {
+    ((beacon_registry *)reg)->named++; /* the index only */
     memset(e, 0, sizeof(*e));
     apr_cpystrn(e->balancer, balancer, sizeof(e->balancer));
     apr_cpystrn(e->url, url, sizeof(e->url));
@@ -492,7 +568,7 @@ beacon_entry *beacon_registry_put(const beacon_registry *reg,
         (e = oldest_mark(reg)) == NULL) {
         return NULL;
     }
-    return fill(e, balancer, url, BEACON_ENTRY_MEMBER);
+    return fill(reg, e, balancer, url, BEACON_ENTRY_MEMBER);
 }
 
 beacon_entry *beacon_registry_put_mark(const beacon_registry *reg,
@@ -504,7 +580,7 @@ beacon_entry *beacon_registry_put_mark(const beacon_registry *reg,
         if ((mark = free_entry(reg)) == NULL) {
             return NULL;
         }
-        fill(mark, e->balancer, e->url, BEACON_ENTRY_MARK);
+        fill(reg, mark, e->balancer, e->url, BEACON_ENTRY_MARK);
         mark->high_ts = 0;
     }
     if (e->high_ts > mark->high_ts) {
@@ -623,6 +699,7 @@ static void carry_kind(const beacon_registry *reg, const carried_slots *old,
             continue;
         }
         memcpy(slot_at(reg, *next), &e, sizeof(e));
+        ((beacon_registry *)reg)->named++; /* the index only */
         if (i < claims->num && (c = claims_at(reg, *next)) != NULL) {
             memcpy(c, claims->data + (apr_size_t)i * sizeof(*c), sizeof(*c));
         }

@@ -88,7 +88,7 @@ typedef struct {
 typedef struct beacon_registry beacon_registry;
 
 /*
- * In post_config: the registry of entries entries (the receiver's
+ * In post_config: the registry of entries entries (its balancer's
  * capacity) of the receiver whose identity is key (its virtual host and
  * bind address), found again under the same name after a restart. A
  * persisted file that is not whole (cut, or its digest wrong) is set
@@ -98,6 +98,10 @@ typedef struct beacon_registry beacon_registry;
  */
 beacon_registry *beacon_registry_open(apr_pool_t *pconf, server_rec *s,
                                       const char *key, unsigned entries);
+
+/* The bytes of shared memory a registry of entries entries takes (its
+ * entries and their claims, as mod_slotmem_shm lays them out). */
+apr_size_t beacon_registry_bytes(unsigned entries);
 
 /* The entries the registry holds. */
 unsigned beacon_registry_size(const beacon_registry *reg);
@@ -109,12 +113,21 @@ beacon_registry_header *beacon_registry_header_of(const beacon_registry *reg);
  * (this layout, its strings terminated), else NULL. */
 beacon_entry *beacon_registry_entry(const beacon_registry *reg, unsigned i);
 
+/* This process writes the registry from now on (a new owner): what
+ * another wrote is looked up afresh. The lookups by url below are the
+ * owner's (they use its index of the entries). */
+void beacon_registry_own(const beacon_registry *reg);
+
+/* An entry was made to name another url in place (a recycled slot's):
+ * the lookups by url see it. */
+void beacon_registry_renamed(const beacon_registry *reg);
+
 /* The entry of member url in balancer (a replay mark is none), or NULL. */
 beacon_entry *beacon_registry_find(const beacon_registry *reg,
                                    const char *balancer, const char *url);
 
 /* The member entry of url, trying entry *hint first and leaving where it
- * was found in *hint: the datagram path's lookup. */
+ * was found in *hint (-1: none): the datagram path's lookup. */
 beacon_entry *beacon_registry_find_hinted(const beacon_registry *reg,
                                           const char *balancer,
                                           const char *url, int *hint);

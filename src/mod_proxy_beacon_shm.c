@@ -43,11 +43,17 @@ void *beacon_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size)
     return base;
 }
 
+apr_size_t beacon_status_size(unsigned capacity)
+{
+    return sizeof(beacon_receiver_status) +
+           sizeof(beacon_status_record) * (apr_size_t)capacity;
+}
+
 beacon_receiver_status *beacon_status_create(apr_pool_t *pconf, server_rec *s,
                                              unsigned capacity)
 {
-    beacon_receiver_status *sh = beacon_shm_create(
-        pconf, s, sizeof(*sh) + sizeof(sh->rec[0]) * (apr_size_t)capacity);
+    beacon_receiver_status *sh = beacon_shm_create(pconf, s,
+                                                   beacon_status_size(capacity));
 
     if (sh) {
         sh->capacity = capacity;

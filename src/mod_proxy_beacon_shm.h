@@ -54,7 +54,7 @@ typedef struct {
 
 typedef struct {
     volatile apr_uint32_t generation; /* odd while the owner writes rec[] */
-    apr_uint32_t capacity;            /* of rec[]: the receiver's capacity */
+    apr_uint32_t capacity;            /* of rec[]: its balancer's capacity */
     apr_uint32_t nrecords;
     apr_int64_t owner_pid;            /* 0 until a child owns the receiver */
     apr_int32_t listening;
@@ -71,6 +71,9 @@ typedef struct {
 
 /* Zeroed anonymous shared memory of size bytes, or NULL (logged). */
 void *beacon_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size);
+
+/* The bytes of the status memory of capacity records. */
+apr_size_t beacon_status_size(unsigned capacity);
 
 /* A receiver's status memory, for capacity records; NULL (logged). */
 beacon_receiver_status *beacon_status_create(apr_pool_t *pconf, server_rec *s,

@@ -1,6 +1,6 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""The registry is sized from the receiver's capacity (issue 25, item 2):
-256 entries plus every slots= of its balancers. A persisted registry of
+"""The registry is sized from its balancer's capacity (issue 25, item 2;
+issue 32): 256 entries plus that balancer's slots=. A persisted registry of
 another size (slots= added, changed or removed) is carried into the new
 one, members and their claims, logged once; nothing is lost."""
 

@@ -7,6 +7,7 @@ ProxyBeaconForget, not for the lease; replay marks outlive the owner,
 also of urls whose slot went to another; and a departed member's route
 goes to the member in rotation that announces it."""
 
+import contextlib
 import os
 import re
 import signal
@@ -237,13 +238,11 @@ def owner_pid(h):
     return int(pids[-1])
 
 
-@pytest.mark.parametrize("change", ["graceful restart", "owner exit"])
-def test_a_replay_of_a_url_whose_slot_was_recycled_is_dropped_after_an_owner_change(
-        httpd_factory, backend_factory, change):
-    """a leaves and b takes its slot; a captured announcement of a, replayed
-    within MaxSkew after the receiver changed owner, must not bring a back:
-    its replay mark is in the registry, not only in the last owner's
-    memory."""
+@contextlib.contextmanager
+def slot_recycled_from_a_to_b(httpd_factory, backend_factory):
+    """A receiver of one growth slot: a joins and leaves, then b, announcing
+    every 0.3 s while the block runs, takes a's slot. Yields h, its
+    Announcer, a, b and a's first announcement."""
     udp = free_port()
     h = httpd_factory(growth=1, tail_config=receiver_config(udp, timeout="1"))
     start_receiver(h)
@@ -258,6 +257,17 @@ def test_a_replay_of_a_url_whose_slot_was_recycled_is_dropped_after_an_owner_cha
                                                              re.escape(b.url)),
                    timeout=40)
         wait_member(h, b.url)
+        yield h, ann, a, b, captured
+
+
+@pytest.mark.parametrize("change", ["graceful restart", "owner exit"])
+def test_a_replay_of_a_url_whose_slot_was_recycled_is_dropped_after_an_owner_change(
+        httpd_factory, backend_factory, change):
+    """a leaves and b takes its slot; a captured announcement of a, replayed
+    within MaxSkew after the receiver changed owner, must not bring a back:
+    its replay mark is in the registry, not only in the last owner's
+    memory."""
+    with slot_recycled_from_a_to_b(httpd_factory, backend_factory) as (h, ann, a, b, captured):
         mark = h.log_size()
         if change == "graceful restart":
             h.graceful()
@@ -272,6 +282,29 @@ def test_a_replay_of_a_url_whose_slot_was_recycled_is_dropped_after_an_owner_cha
         h.wait_log(r"dropped datagram from [^:]+:\d+: replayed/reordered ts %s"
                    % re.escape(a.url), since=mark)
         assert a.url not in [w["name"] for w in h.balancer_members()]
+        assert [w["name"] for w in h.balancer_members()] == [b.url]
+
+
+def test_the_replay_mark_of_a_url_waiting_for_a_slot_rises_and_outlives_its_owner(
+        httpd_factory, backend_factory):
+    """a's slot went to b; a announces again while it waits for a slot (none
+    is free): its replay mark in the registry rises to that announcement,
+    found by the owner's index of the entries, so a replay of it after a
+    graceful restart is dropped and a stays out."""
+    with slot_recycled_from_a_to_b(httpd_factory, backend_factory) as (h, ann, a, b, _):
+        mark = h.log_size()
+        waiting = ann.announce(a.url)
+        # its second copy dropped: the first was taken, in order
+        ann.send(waiting)
+        h.wait_log(r"dropped datagram from [^:]+:\d+: replayed/reordered ts %s"
+                   % re.escape(a.url), since=mark)
+        mark = h.log_size()
+        h.graceful()
+        h.wait_log(r"BCN00060: took over 1 existing member", timeout=30, since=mark)
+        mark = h.log_size()
+        ann.send(waiting)
+        h.wait_log(r"dropped datagram from [^:]+:\d+: replayed/reordered ts %s"
+                   % re.escape(a.url), since=mark)
         assert [w["name"] for w in h.balancer_members()] == [b.url]
 
 
