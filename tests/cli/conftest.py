@@ -44,23 +44,24 @@ def secret_file(tmp_path):
 
 
 @pytest.fixture
-def listen():
-    """Listener(*extra, secret=...): `beaconctl listen` on a free loopback
-    port, stopped when the test ends."""
+def stopped_at_end():
+    """stopped_at_end(process): process, stopped (Process.stop) when the
+    test ends, the last started first, as addCleanup did."""
     with ExitStack() as stack:
-        def make(*extra, **kwargs):
-            listener = Listener(*extra, **kwargs)
-            stack.callback(listener.stop)
-            return listener
-        yield make
+        def register(process):
+            stack.callback(process.stop)
+            return process
+        yield register
 
 
 @pytest.fixture
-def spawn():
+def listen(stopped_at_end):
+    """Listener(*extra, secret=...): `beaconctl listen` on a free loopback
+    port, stopped when the test ends."""
+    return lambda *extra, **kwargs: stopped_at_end(Listener(*extra, **kwargs))
+
+
+@pytest.fixture
+def spawn(stopped_at_end):
     """Process(args, ...): a beaconctl process, stopped when the test ends."""
-    with ExitStack() as stack:
-        def make(*args, **kwargs):
-            process = Process(*args, **kwargs)
-            stack.callback(process.stop)
-            return process
-        yield make
+    return lambda *args, **kwargs: stopped_at_end(Process(*args, **kwargs))
