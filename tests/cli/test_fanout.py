@@ -4,9 +4,9 @@
 --to name gets every announcement; names are looked up again every
 interval.
 
-Run by ctest like test_beaconctl.py (one entry per class):
+Run by ctest like test_beaconctl.py (one entry per file):
 
-    /usr/bin/python3 tests/cli/test_fanout.py -v FanoutTest
+    BEACONCTL=build/beaconctl /usr/bin/python3 -m pytest -q tests/cli/test_fanout.py
 
 beaconctl gets name resolution of its own, leaving the machine's alone: it
 runs in a mount namespace of its own (unshare -m, which needs root) where
@@ -25,20 +25,20 @@ signalled, through its own handle.
 
 import errno
 import os
+import re
 import select
 import selectors
 import signal
 import socket
 import subprocess
-import sys
-import tempfile
 import threading
 import time
-import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_beaconctl import (  # noqa: E402  (after the path is set)
-    BEACONCTL, HEX_SECRET, TIMEOUT, CliTestCase, Process, sign_body)
+import pytest
+
+import beacon_wire as bw
+from beaconctl import (BEACONCTL, HEX_SECRET, TIMEOUT, assert_one_line_error,
+                       sign_body)
 
 NAME = "tier.test"
 TIER = ("127.0.0.2", "127.0.0.3", "::1")  # what NAME resolves to at first
@@ -55,14 +55,13 @@ SILENT_DNS = "127.0.0.5"  # a test's nameserver that never answers
 
 
 class Resolution:
-    """The private hosts and nsswitch.conf files of one test."""
+    """The private hosts and nsswitch.conf files of one test, in
+    directory."""
 
-    def __init__(self, add_cleanup):
-        d = tempfile.TemporaryDirectory()
-        add_cleanup(d.cleanup)
-        self.hosts = os.path.join(d.name, "hosts")
-        self.nsswitch = os.path.join(d.name, "nsswitch.conf")
-        self.resolv = os.path.join(d.name, "resolv.conf")
+    def __init__(self, directory):
+        self.hosts = os.path.join(directory, "hosts")
+        self.nsswitch = os.path.join(directory, "nsswitch.conf")
+        self.resolv = os.path.join(directory, "resolv.conf")
         self.use_dns(False)
         # one query, answered never: a lookup that asks it hangs 30 s
         with open(self.resolv, "w", encoding="ascii") as f:
@@ -91,7 +90,8 @@ class Resolution:
 
 
 def fields(datagram):
-    return dict(t.split("=", 1) for t in datagram.split(" ")[1:])
+    """The fields of a datagram received (str), by key."""
+    return bw.fields(datagram.encode())
 
 
 class Proxies:
@@ -189,251 +189,263 @@ class Proxies:
             for a in addrs), TIMEOUT)
 
 
-class FanoutTest(CliTestCase):
-    """Every address a --to name resolves to (A and AAAA) gets each
-    datagram, and the set follows the name's lookups."""
 
-    @classmethod
-    def setUpClass(cls):
-        if os.geteuid() != 0:
-            raise unittest.SkipTest("needs root: a private /etc/hosts is "
-                                    "bind-mounted in a mount namespace "
-                                    "(unshare -m)")
-        # beaconctl itself tells what it resolves NAME to: glibc's answer
-        # through APR's (which asks AI_ADDRCONFIG: no AAAA on a machine
-        # without an IPv6 address besides ::1); port 9 on loopback, where
-        # nobody listens
-        probe = Resolution(cls.addClassCleanup)
-        try:
-            r = subprocess.run(probe.launcher() + [
-                BEACONCTL, "send", "--once", "--verbose", "--to", f"{NAME}:9",
-                "--url", "http://127.0.0.1:8093"],
-                env={**os.environ, "BEACON_SECRET": HEX_SECRET},
-                capture_output=True, text=True, timeout=TIMEOUT)
-        except OSError as e:
-            raise unittest.SkipTest(f"cannot run unshare: {e}")
-        found = {line.split()[2] for line in r.stdout.splitlines()
-                 if line.startswith("sent to ")}
-        want = {f"[{a}]:9" if ":" in a else f"{a}:9" for a in TIER}
-        if r.returncode != 0 or found != want:
-            raise unittest.SkipTest(
-                f"a private /etc/hosts (unshare -m, mount --bind) does not "
-                f"give beaconctl {NAME} -> {', '.join(sorted(want))} here "
-                f"(exit {r.returncode}, got {sorted(found)}): "
-                f"{r.stderr.strip()}")
+# ---------------------------------------------------------------------------
+# Every address a --to name resolves to (A and AAAA) gets each datagram,
+# and the set follows the name's lookups.
 
-    def setUp(self):
-        self.names = Resolution(self.addCleanup)
-        self.proxies = Proxies()
-        self.addCleanup(self.proxies.close)
-
-    def start(self, *args, to=(NAME,)):
-        """beaconctl send --interval 1 to each of to (names or addresses,
-        at the proxies' port); returns it with its start time."""
-        argv = ["send", "--interval", str(INTERVAL),
-                "--url", "http://127.0.0.1:8093", "--host", "web-5"]
-        for host in to:
-            argv += ["--to", self.proxies.target(host)]
-        started = time.monotonic()
-        sender = Process(argv + list(args), secret=HEX_SECRET,
-                         launcher=self.names.launcher())
-        self.addCleanup(sender.stop)
-        return sender, started
-
-    def stop(self, sender):
-        """SIGTERM, exit 0; returns its stderr lines."""
-        sender.proc.send_signal(signal.SIGTERM)
-        status = sender.wait()
-        err = sender.stderr()  # read once: it is a pipe
-        self.assertEqual(status, 0, err)
-        return err.splitlines()
-
-    def assert_all_signed(self):
-        self.assertEqual(self.proxies.forged, [])
-
-    def test_every_address_of_the_name_hears_within_2_s(self):
-        sender, started = self.start()
-        self.proxies.wait_heard(TIER, started, 2.0)
-        # one datagram signed for all: the first is the same everywhere
-        firsts = {self.proxies.since(a, started)[0] for a in TIER}
-        self.assertEqual(len(firsts), 1, firsts)
-        self.assertEqual(fields(firsts.pop())["seq"], "0")
-        self.assertEqual(self.proxies.since(EXTRA, started), [])
-        self.assertEqual(self.stop(sender), [])
-        self.assert_all_signed()
-
-    def test_an_address_added_to_the_name_hears_within_an_interval(self):
-        sender, started = self.start("--verbose")
-        self.proxies.wait_heard(TIER, started, 2.0)
-        added = time.monotonic()
-        self.names.write(*TIER, EXTRA)
-        self.proxies.wait_heard([EXTRA], added, INTERVAL + SLACK)
-        sender.expect(rf"^sent to {EXTRA}:{self.proxies.port} "
-                      rf"\({NAME}:{self.proxies.port}\): BEACON ")
-        err = self.stop(sender)
-        # --verbose: the set at start, and the set after the lookup
-        port = self.proxies.port
-        sets = [line for line in err if " addresses: " in line]
-        self.assertEqual(len(sets), 2, err)
-        for line, addrs in zip(sets, (TIER, TIER + (EXTRA,))):
-            prefix = f"beaconctl: send: to {NAME}:{port}: {len(addrs)} addresses: "
-            self.assertTrue(line.startswith(prefix), line)
-            self.assertEqual(set(line[len(prefix):].split(", ")),
-                             {self.proxies.target(a) for a in addrs}, line)
-        self.assert_all_signed()
-
-    def test_an_address_removed_from_the_name_hears_no_more(self):
-        sender, started = self.start()
-        self.proxies.wait_heard(TIER, started, 2.0)
-        removed = time.monotonic()
-        self.names.write("127.0.0.2", "::1")
-        quiet_from = removed + INTERVAL + SLACK
-        # two datagrams to the others after that: the sender went on
-        self.proxies.wait(
-            "two datagrams at 127.0.0.2 an interval after the change",
-            lambda: len(self.proxies.since("127.0.0.2", quiet_from)) >= 2,
-            TIMEOUT)
-        self.assertEqual(self.proxies.since("127.0.0.3", quiet_from), [],
-                         self.proxies.summary())
-        self.assertEqual(self.stop(sender), [])
-        self.assertEqual(self.proxies.since("127.0.0.3", quiet_from), [])
-        self.assert_all_signed()
-
-    def test_sigterm_says_leaving_to_every_current_address(self):
-        sender, started = self.start()
-        self.proxies.wait_heard(TIER, started, 2.0)
-        changed = time.monotonic()
-        # one lookup adds 127.0.0.4 and drops 127.0.0.3
-        self.names.write("127.0.0.2", "::1", EXTRA)
-        self.proxies.wait_heard([EXTRA], changed, INTERVAL + SLACK)
-        self.assertEqual(self.stop(sender), [])
-        self.proxies.wait_leaving(("127.0.0.2", "::1", EXTRA), started, count=4)
-        leaving = {}
-        for addr in ("127.0.0.2", "::1", EXTRA):
-            got = self.proxies.since(addr, started)
-            # said once, then repeated 3 times within the first second
-            self.assertEqual([fields(d).get("state") for d in got].count(
-                "leaving"), 4, got)
-            self.assertEqual(fields(got[-1]).get("state"), "leaving", got)
-            leaving[addr] = got[-1]
-        self.assertEqual(len(set(leaving.values())), 1, leaving)
-        self.assertNotIn("state=leaving",
-                         " ".join(self.proxies.since("127.0.0.3", started)))
-        self.assert_all_signed()
-
-    def test_an_address_named_twice_gets_each_datagram_once(self):
-        sender, started = self.start(to=(NAME, "127.0.0.2"))
-        self.proxies.wait("seq 3 at 127.0.0.2", lambda: any(
-            fields(d)["seq"] == "3"
-            for d in self.proxies.since("127.0.0.2", started)), TIMEOUT)
-        self.assertEqual(self.stop(sender), [])
-        self.proxies.wait_leaving(TIER, started)
-        seqs = {a: [fields(d)["seq"] for d in self.proxies.since(a, started)]
-                for a in TIER}
-        self.assertEqual(len(seqs["127.0.0.2"]), len(set(seqs["127.0.0.2"])),
-                         seqs)
-        # every datagram went to each address, the leaving one too
-        self.assertEqual(seqs["127.0.0.2"], seqs["127.0.0.3"], seqs)
-        self.assertEqual(seqs["127.0.0.2"], seqs["::1"], seqs)
-        self.assert_all_signed()
-
-    def test_a_name_that_stops_resolving_keeps_its_set_3_intervals(self):
-        # 127.0.0.4, a literal, shows that the sender goes on meanwhile
-        sender, started = self.start(to=(NAME, EXTRA))
-        self.proxies.wait_heard(TIER + (EXTRA,), started, 2.0)
-        gone = time.monotonic()
-        self.names.write()
-        # kept for 3 failed lookups, then dropped at the 4th: no datagram
-        # to the set once that lookup is surely made
-        quiet_from = gone + (KEEP_ROUNDS + 1) * INTERVAL + SLACK
-        self.proxies.wait(
-            "two datagrams at the literal after the set was dropped",
-            lambda: len(self.proxies.since(EXTRA, quiet_from)) >= 2,
-            quiet_from - time.monotonic() + TIMEOUT)
-        for addr in TIER:
-            kept = self.proxies.since(addr, gone)
-            # the lookups run with the sends, an interval apart: 3 sends
-            # after the 3 failed lookups, a 4th when one was made before
-            # the first failure
-            self.assertIn(len(kept), (KEEP_ROUNDS, KEEP_ROUNDS + 1),
-                          self.proxies.summary())
-            self.assertEqual(self.proxies.since(addr, quiet_from), [])
-        # and back: the lookup that finds it again brings it back at once
-        back = time.monotonic()
-        self.names.write(*TIER)
-        self.proxies.wait_heard(TIER, back, INTERVAL + SLACK)
-        err = self.stop(sender)
-        port = self.proxies.port
-        self.assertEqual(len(err), 3, err)
-        self.assertRegex(err[0], rf"^beaconctl: send: to {NAME}:{port}: "
-                                 rf"cannot resolve \(.+\): keeping its 3 "
-                                 rf"addresses for up to 3 intervals$")
-        self.assertEqual(err[1], f"beaconctl: send: to {NAME}:{port}: no "
-                                 f"address for 3 intervals; not sending to it "
-                                 f"until it resolves")
-        self.assertEqual(err[2], f"beaconctl: send: to {NAME}:{port}: "
-                                 f"sending again")
-        self.assert_all_signed()
-
-    def test_a_lookup_that_hangs_delays_neither_sending_nor_exit(self):
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as dns:
-            try:
-                dns.bind((SILENT_DNS, 53))
-            except OSError as e:
-                self.skipTest(f"cannot bind {SILENT_DNS}:53: {e}")
-            self.names.use_dns(True)
-            sender, started = self.start()
-            self.proxies.wait_heard(TIER, started, 2.0)
-            # from the next lookup on, the name is asked of a nameserver
-            # that never answers: the lookup thread hangs in getaddrinfo
-            self.names.write()
-            readable, _, _ = select.select([dns], [], [], INTERVAL + SLACK)
-            self.assertTrue(readable, "no DNS query within an interval")
-            stuck = time.monotonic()
-            # the sending goes on meanwhile, to the set the name had
-            self.proxies.wait(
-                "two datagrams at 127.0.0.2 while the lookup hangs",
-                lambda: len(self.proxies.since("127.0.0.2", stuck)) >= 2,
-                2 * INTERVAL + SLACK)
-            stopping = time.monotonic()
-            self.assertEqual(self.stop(sender), [])
-            # far sooner than the 30 s the lookup waits for its answer
-            self.assertLess(time.monotonic() - stopping, 3.0)
-            self.proxies.wait_leaving(TIER, stuck)
-        self.assert_all_signed()
-
-    def test_once_with_more_than_64_addresses_sends_to_64(self):
-        # 65 loopback addresses nobody listens on: a datagram to a closed
-        # port of this machine is lost without error
-        self.names.write(*[f"127.0.1.{i}" for i in range(1, 66)])
-        r = subprocess.run(self.names.launcher() + [
-            BEACONCTL, "send", "--once", "--verbose", "--to",
-            self.proxies.target(), "--url", "http://127.0.0.1:8093"],
-            env={**os.environ, "BEACON_SECRET": HEX_SECRET},
-            capture_output=True, text=True, timeout=TIMEOUT)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        sent = [line for line in r.stdout.splitlines()
-                if line.startswith("sent to ")]
-        self.assertEqual(len(sent), 64, r.stdout)
-        self.assertEqual(r.stderr.count("sending to the first 64 only"), 1,
-                         r.stderr)
-        self.assertIn(f"to {NAME}:{self.proxies.port}: resolves to 65 "
-                      f"addresses; sending to the first 64 only", r.stderr)
-
-    def test_once_to_a_name_that_does_not_resolve_exits_1(self):
-        self.names.write()
-        r = subprocess.run(self.names.launcher() + [
-            BEACONCTL, "send", "--once", "--to", self.proxies.target(),
+@pytest.fixture(scope="module", autouse=True)
+def private_resolution_works(tmp_path_factory):
+    """Skips every test here where a private /etc/hosts cannot be had."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: a private /etc/hosts is bind-mounted in a "
+                    "mount namespace (unshare -m)")
+    # beaconctl itself tells what it resolves NAME to: glibc's answer
+    # through APR's (which asks AI_ADDRCONFIG: no AAAA on a machine
+    # without an IPv6 address besides ::1); port 9 on loopback, where
+    # nobody listens
+    probe = Resolution(tmp_path_factory.mktemp("probe"))
+    try:
+        r = subprocess.run(probe.launcher() + [
+            BEACONCTL, "send", "--once", "--verbose", "--to", f"{NAME}:9",
             "--url", "http://127.0.0.1:8093"],
             env={**os.environ, "BEACON_SECRET": HEX_SECRET},
             capture_output=True, text=True, timeout=TIMEOUT)
-        self.assert_one_line_error(r, status=1, must_contain=[
-            f"to {NAME}:{self.proxies.port}: cannot resolve ("])
-        self.assertNotIn("retrying", r.stderr)
+    except OSError as e:
+        pytest.skip(f"cannot run unshare: {e}")
+    found = {line.split()[2] for line in r.stdout.splitlines()
+             if line.startswith("sent to ")}
+    want = {f"[{a}]:9" if ":" in a else f"{a}:9" for a in TIER}
+    if r.returncode != 0 or found != want:
+        pytest.skip(
+            f"a private /etc/hosts (unshare -m, mount --bind) does not "
+            f"give beaconctl {NAME} -> {', '.join(sorted(want))} here "
+            f"(exit {r.returncode}, got {sorted(found)}): "
+            f"{r.stderr.strip()}")
 
 
-if __name__ == "__main__":
-    if not os.access(BEACONCTL, os.X_OK):
-        sys.exit(f"test_fanout.py: no executable at {BEACONCTL}; "
-                 f"set BEACONCTL")
-    unittest.main()
+@pytest.fixture
+def names(tmp_path):
+    return Resolution(tmp_path)
+
+
+@pytest.fixture
+def proxies():
+    p = Proxies()
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def start(names, proxies, spawn):
+    """start(*args, to=(NAME,)): beaconctl send --interval 1 to each of to
+    (names or addresses, at the proxies' port); returns it with its start
+    time."""
+    def send(*args, to=(NAME,)):
+        argv = ["send", "--interval", str(INTERVAL),
+                "--url", "http://127.0.0.1:8093", "--host", "web-5"]
+        for host in to:
+            argv += ["--to", proxies.target(host)]
+        started = time.monotonic()
+        sender = spawn(argv + list(args), secret=HEX_SECRET,
+                       launcher=names.launcher())
+        return sender, started
+    return send
+
+
+def stop(sender):
+    """SIGTERM, exit 0; returns its stderr lines."""
+    sender.proc.send_signal(signal.SIGTERM)
+    status = sender.wait()
+    err = sender.stderr()  # read once: it is a pipe
+    assert status == 0, err
+    return err.splitlines()
+
+
+def assert_all_signed(proxies):
+    assert proxies.forged == []
+
+
+def test_every_address_of_the_name_hears_within_2_s(start, proxies):
+    sender, started = start()
+    proxies.wait_heard(TIER, started, 2.0)
+    # one datagram signed for all: the first is the same everywhere
+    firsts = {proxies.since(a, started)[0] for a in TIER}
+    assert len(firsts) == 1, firsts
+    assert fields(firsts.pop())["seq"] == "0"
+    assert proxies.since(EXTRA, started) == []
+    assert stop(sender) == []
+    assert_all_signed(proxies)
+
+
+def test_an_address_added_to_the_name_hears_within_an_interval(start, names,
+                                                               proxies):
+    sender, started = start("--verbose")
+    proxies.wait_heard(TIER, started, 2.0)
+    added = time.monotonic()
+    names.write(*TIER, EXTRA)
+    proxies.wait_heard([EXTRA], added, INTERVAL + SLACK)
+    sender.expect(rf"^sent to {EXTRA}:{proxies.port} "
+                  rf"\({NAME}:{proxies.port}\): BEACON ")
+    err = stop(sender)
+    # --verbose: the set at start, and the set after the lookup
+    port = proxies.port
+    sets = [line for line in err if " addresses: " in line]
+    assert len(sets) == 2, err
+    for line, addrs in zip(sets, (TIER, TIER + (EXTRA,))):
+        prefix = f"beaconctl: send: to {NAME}:{port}: {len(addrs)} addresses: "
+        assert line.startswith(prefix), line
+        assert (set(line[len(prefix):].split(", "))
+                == {proxies.target(a) for a in addrs}), line
+    assert_all_signed(proxies)
+
+
+def test_an_address_removed_from_the_name_hears_no_more(start, names,
+                                                        proxies):
+    sender, started = start()
+    proxies.wait_heard(TIER, started, 2.0)
+    removed = time.monotonic()
+    names.write("127.0.0.2", "::1")
+    quiet_from = removed + INTERVAL + SLACK
+    # two datagrams to the others after that: the sender went on
+    proxies.wait(
+        "two datagrams at 127.0.0.2 an interval after the change",
+        lambda: len(proxies.since("127.0.0.2", quiet_from)) >= 2, TIMEOUT)
+    assert proxies.since("127.0.0.3", quiet_from) == [], proxies.summary()
+    assert stop(sender) == []
+    assert proxies.since("127.0.0.3", quiet_from) == []
+    assert_all_signed(proxies)
+
+
+def test_sigterm_says_leaving_to_every_current_address(start, names,
+                                                       proxies):
+    sender, started = start()
+    proxies.wait_heard(TIER, started, 2.0)
+    changed = time.monotonic()
+    # one lookup adds 127.0.0.4 and drops 127.0.0.3
+    names.write("127.0.0.2", "::1", EXTRA)
+    proxies.wait_heard([EXTRA], changed, INTERVAL + SLACK)
+    assert stop(sender) == []
+    proxies.wait_leaving(("127.0.0.2", "::1", EXTRA), started, count=4)
+    leaving = {}
+    for addr in ("127.0.0.2", "::1", EXTRA):
+        got = proxies.since(addr, started)
+        # said once, then repeated 3 times within the first second
+        assert [fields(d).get("state") for d in got].count("leaving") == 4, got
+        assert fields(got[-1]).get("state") == "leaving", got
+        leaving[addr] = got[-1]
+    assert len(set(leaving.values())) == 1, leaving
+    assert "state=leaving" not in " ".join(proxies.since("127.0.0.3", started))
+    assert_all_signed(proxies)
+
+
+def test_an_address_named_twice_gets_each_datagram_once(start, proxies):
+    sender, started = start(to=(NAME, "127.0.0.2"))
+    proxies.wait("seq 3 at 127.0.0.2", lambda: any(
+        fields(d)["seq"] == "3"
+        for d in proxies.since("127.0.0.2", started)), TIMEOUT)
+    assert stop(sender) == []
+    proxies.wait_leaving(TIER, started)
+    seqs = {a: [fields(d)["seq"] for d in proxies.since(a, started)]
+            for a in TIER}
+    assert len(seqs["127.0.0.2"]) == len(set(seqs["127.0.0.2"])), seqs
+    # every datagram went to each address, the leaving one too
+    assert seqs["127.0.0.2"] == seqs["127.0.0.3"], seqs
+    assert seqs["127.0.0.2"] == seqs["::1"], seqs
+    assert_all_signed(proxies)
+
+
+def test_a_name_that_stops_resolving_keeps_its_set_3_intervals(start, names,
+                                                               proxies):
+    # 127.0.0.4, a literal, shows that the sender goes on meanwhile
+    sender, started = start(to=(NAME, EXTRA))
+    proxies.wait_heard(TIER + (EXTRA,), started, 2.0)
+    gone = time.monotonic()
+    names.write()
+    # kept for 3 failed lookups, then dropped at the 4th: no datagram
+    # to the set once that lookup is surely made
+    quiet_from = gone + (KEEP_ROUNDS + 1) * INTERVAL + SLACK
+    proxies.wait(
+        "two datagrams at the literal after the set was dropped",
+        lambda: len(proxies.since(EXTRA, quiet_from)) >= 2,
+        quiet_from - time.monotonic() + TIMEOUT)
+    for addr in TIER:
+        kept = proxies.since(addr, gone)
+        # the lookups run with the sends, an interval apart: 3 sends
+        # after the 3 failed lookups, a 4th when one was made before
+        # the first failure
+        assert len(kept) in (KEEP_ROUNDS, KEEP_ROUNDS + 1), proxies.summary()
+        assert proxies.since(addr, quiet_from) == []
+    # and back: the lookup that finds it again brings it back at once
+    back = time.monotonic()
+    names.write(*TIER)
+    proxies.wait_heard(TIER, back, INTERVAL + SLACK)
+    err = stop(sender)
+    port = proxies.port
+    assert len(err) == 3, err
+    assert re.search(rf"^beaconctl: send: to {NAME}:{port}: "
+                     rf"cannot resolve \(.+\): keeping its 3 "
+                     rf"addresses for up to 3 intervals$", err[0])
+    assert err[1] == (f"beaconctl: send: to {NAME}:{port}: no address for 3 "
+                      f"intervals; not sending to it until it resolves")
+    assert err[2] == f"beaconctl: send: to {NAME}:{port}: sending again"
+    assert_all_signed(proxies)
+
+
+def test_a_lookup_that_hangs_delays_neither_sending_nor_exit(start, names,
+                                                             proxies):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as dns:
+        try:
+            dns.bind((SILENT_DNS, 53))
+        except OSError as e:
+            pytest.skip(f"cannot bind {SILENT_DNS}:53: {e}")
+        names.use_dns(True)
+        sender, started = start()
+        proxies.wait_heard(TIER, started, 2.0)
+        # from the next lookup on, the name is asked of a nameserver
+        # that never answers: the lookup thread hangs in getaddrinfo
+        names.write()
+        readable, _, _ = select.select([dns], [], [], INTERVAL + SLACK)
+        assert readable, "no DNS query within an interval"
+        stuck = time.monotonic()
+        # the sending goes on meanwhile, to the set the name had
+        proxies.wait(
+            "two datagrams at 127.0.0.2 while the lookup hangs",
+            lambda: len(proxies.since("127.0.0.2", stuck)) >= 2,
+            2 * INTERVAL + SLACK)
+        stopping = time.monotonic()
+        assert stop(sender) == []
+        # far sooner than the 30 s the lookup waits for its answer
+        assert time.monotonic() - stopping < 3.0
+        proxies.wait_leaving(TIER, stuck)
+    assert_all_signed(proxies)
+
+
+def test_once_with_more_than_64_addresses_sends_to_64(names, proxies):
+    # 65 loopback addresses nobody listens on: a datagram to a closed
+    # port of this machine is lost without error
+    names.write(*[f"127.0.1.{i}" for i in range(1, 66)])
+    r = subprocess.run(names.launcher() + [
+        BEACONCTL, "send", "--once", "--verbose", "--to",
+        proxies.target(), "--url", "http://127.0.0.1:8093"],
+        env={**os.environ, "BEACON_SECRET": HEX_SECRET},
+        capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    sent = [line for line in r.stdout.splitlines()
+            if line.startswith("sent to ")]
+    assert len(sent) == 64, r.stdout
+    assert r.stderr.count("sending to the first 64 only") == 1, r.stderr
+    assert (f"to {NAME}:{proxies.port}: resolves to 65 addresses; sending "
+            f"to the first 64 only" in r.stderr)
+
+
+def test_once_to_a_name_that_does_not_resolve_exits_1(names, proxies):
+    names.write()
+    r = subprocess.run(names.launcher() + [
+        BEACONCTL, "send", "--once", "--to", proxies.target(),
+        "--url", "http://127.0.0.1:8093"],
+        env={**os.environ, "BEACON_SECRET": HEX_SECRET},
+        capture_output=True, text=True, timeout=TIMEOUT)
+    assert_one_line_error(r, status=1, must_contain=[
+        f"to {NAME}:{proxies.port}: cannot resolve ("])
+    assert "retrying" not in r.stderr
