@@ -1,10 +1,13 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""One service's key holder against the others (issue 32, defect 3): a
-claim change marks the route table dirty and the table is rebuilt at most
-every 200 ms per listener, so a flood of claim changes from one service
-neither delays another service's heartbeats past its lease nor grows the
-owner's memory, and the flood's last claim is still routed within that
-bound."""
+"""One service's key holder against the others (issue 32, defects 3 and
+6): a claim change marks the route table dirty and the table is rebuilt at
+most every 200 ms per listener, so a flood of claim changes from one
+service neither delays another service's heartbeats past its lease nor
+grows the owner's memory, and the flood's last claim is still routed
+within that bound; and a balancer whose members may claim more than the
+table holds gets a share of it, so that it cannot crowd out the contexts
+of the balancers configured after it, and what its share leaves out is
+logged."""
 
 import re
 import socket
@@ -115,3 +118,36 @@ def test_a_flood_of_claim_changes_starves_no_other_service(httpd_factory,
     assert rss_after - rss_before < 16 * 1024, (rss_before, rss_after)
     # the bound, plus the time a GET takes to see it on a loaded machine
     assert routed < ROUTE_EVERY + 0.5, routed
+
+
+def test_a_balancer_that_fills_the_route_table_crowds_out_no_other(httpd_factory,
+                                                                  backend_factory):
+    # shop, first in order, may claim 4,101 x 16 contexts: more than the
+    # 65,536 routes of a table; api claims one
+    big = SHOP.replace("slots=4000", "slots=4097")
+    h, udp = routing_proxy(httpd_factory, balancers=(big, API))
+    start_receiver(h)
+    shop, api = shop_of(udp), api_of(udp)
+    b = backend_factory("api-1")
+    claim(api, b.url, "/api")
+    wait_routed(h, "/api/x", "api-1")
+    members = 4097
+    flood = [bw.announce(SHOP_KEY, url=f"http://127.0.0.1:{20000 + k}", ts=shop.next_ts(),
+                         extra=[("svc", "shop"), ("ctx", ",".join(
+                             f"/shop/{k:04d}-{j:02d}" for j in range(16)))])
+             for k in range(members)]
+    mark = h.log_size()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for start in range(0, members, 512):  # in steps the socket holds whole
+            for datagram in flood[start:start + 512]:
+                s.sendto(datagram, ("127.0.0.1", udp))
+            # the status pages take seconds with 65,536 contexts: the log says it
+            h.wait_log(r"BCN00030: added backend http://127\.0\.0\.1:%d to balancer://shop"
+                       % (20000 + min(start + 512, members) - 1), timeout=30, since=mark)
+    # 65,552 contexts claimed, 65,535 routed (api keeps its one): the 17
+    # left out are said, with the balancer's share
+    h.wait_log(r"BCN00200: route table of udp 127\.0\.0\.1:%d: \d+ context\(s\) claimed "
+               r"by members of balancer://shop are not routed: its share of the table "
+               r"\(65535 of 65536 routes\) is full" % udp, timeout=10, since=mark)
+    assert h.get("/api/x") == (200, "api-1")
+    assert "GET /api/x" in b.requests()
