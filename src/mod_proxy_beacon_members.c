@@ -398,7 +398,7 @@ static void route_if_due(beacon_receiver *l, apr_time_t now, apr_pool_t *p)
     apr_interval_time_t took, pause;
     apr_pool_t *build;
 
-    if (!l->routes_dirty || now < l->routes_due) {
+    if (l->routes == NULL || !l->routes_dirty || now < l->routes_due) {
         return;
     }
     apr_pool_create(&build, p);
@@ -415,15 +415,13 @@ static void route_if_due(beacon_receiver *l, apr_time_t now, apr_pool_t *p)
  * routed on the next request, else within ROUTE_EVERY. */
 static void reroute(beacon_receiver *l, apr_time_t now, apr_pool_t *p)
 {
-    if (l->routes) {
-        l->routes_dirty = 1;
-        route_if_due(l, now, p);
-    }
+    l->routes_dirty = 1;
+    route_if_due(l, now, p);
 }
 
 apr_time_t beacon_members_due(const beacon_receiver *r)
 {
-    return r->listener == r && r->routes_dirty ? r->routes_due : 0;
+    return r->listener == r && r->routes && r->routes_dirty ? r->routes_due : 0;
 }
 
 void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
@@ -624,6 +622,9 @@ void beacon_members_start(beacon_receiver *r, apr_pool_t *pool,
     r->shared->owner_pid = getpid();
     r->shared->listening = 0;
     r->dirty = DIRTY_CHANGED;
+    /* the last owner may have died with a rebuild pending */
+    r->routes_dirty = r->listener == r;
+    r->routes_due = 0;
     if (r->target) {
         adopt_members(r, now, p);
     }

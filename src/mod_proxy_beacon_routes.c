@@ -275,11 +275,18 @@ static apr_hash_t *published_set(const beacon_route_table *rt, apr_pool_t *p)
     return set;
 }
 
+/* A rebuild names at most this many contexts routed, and as many
+ * withdrawn (one announcement's worth), and counts the rest in one line:
+ * a key holder that changes claims in a loop would otherwise write a line
+ * for every context of the table at every rebuild. */
+#define NAMED_MAX BEACON_CTX_MAX_PATHS
+
 void beacon_route_table_publish(beacon_route_table *rt, apr_pool_t *p)
 {
     apr_hash_t *before = published_set(rt, p);
     beacon_routes_spec_t *specs;
     apr_hash_index_t *hi;
+    unsigned routed = 0, withdrawn = 0;
     int i, n;
 
     if ((n = build(rt, p, &specs)) < 0) {
@@ -288,7 +295,8 @@ void beacon_route_table_publish(beacon_route_table *rt, apr_pool_t *p)
     for (i = 0; i < n; i++) {
         const beacon_route_lane *lane = &rt->lanes[specs[i].balancer];
 
-        if (apr_hash_get(before, specs[i].ctx, APR_HASH_KEY_STRING) != lane) {
+        if (apr_hash_get(before, specs[i].ctx, APR_HASH_KEY_STRING) != lane &&
+            routed++ < NAMED_MAX) {
             ap_log_error(APLOG_MARK, APLOG_INFO, 0, rt->s, BCNLOGNO(00146)
                          "context %s routed to balancer://%s",
                          specs[i].ctx, lane->name);
@@ -300,10 +308,19 @@ void beacon_route_table_publish(beacon_route_table *rt, apr_pool_t *p)
         void *lane;
 
         apr_hash_this(hi, &ctx, NULL, &lane);
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, rt->s, BCNLOGNO(00150)
-                     "context %s withdrawn from balancer://%s: no member "
-                     "claims it any more", (const char *)ctx,
-                     ((const beacon_route_lane *)lane)->name);
+        if (withdrawn++ < NAMED_MAX) {
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, rt->s, BCNLOGNO(00150)
+                         "context %s withdrawn from balancer://%s: no member "
+                         "claims it any more", (const char *)ctx,
+                         ((const beacon_route_lane *)lane)->name);
+        }
+    }
+    if (routed > NAMED_MAX || withdrawn > NAMED_MAX) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, rt->s, BCNLOGNO(00201)
+                     "route table of %s: %u more context(s) routed and %u "
+                     "more withdrawn than named above", rt->label,
+                     routed > NAMED_MAX ? routed - NAMED_MAX : 0,
+                     withdrawn > NAMED_MAX ? withdrawn - NAMED_MAX : 0);
     }
 }
 

@@ -116,6 +116,12 @@ def test_a_flood_of_claim_changes_starves_no_other_service(httpd_factory,
     assert "evicted backend %s" % b.url not in h.error_log()
     assert client.failed == 0, client.statuses
     assert rss_after - rss_before < 16 * 1024, (rss_before, rss_after)
+    # a rebuild names at most 16 contexts routed and 16 withdrawn (one
+    # announcement's worth), and counts the rest in one line
+    log = h.error_log()
+    assert len(re.findall(r"BCN00146: context", log)) <= 16 * log.count("BCN00153:")
+    assert re.search(r"BCN00201: route table of udp 127\.0\.0\.1:%d: \d+ more context\(s\) "
+                     r"routed and \d+ more withdrawn" % udp, log)
     # the bound, plus the time a GET takes to see it on a loaded machine
     assert routed < ROUTE_EVERY + 0.5, routed
 
