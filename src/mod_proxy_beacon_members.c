@@ -390,24 +390,31 @@ static beacon_receiver *lane_of(beacon_receiver *l, const beacon_datagram_t *dg)
     return l->lanes[l->default_lane >= 0 ? l->default_lane : 0];
 }
 
+/* Rebuilds listener l's route table. Its memory goes as soon as it is
+ * done: a wake may handle hundreds of datagrams with p. */
+static void rebuild(beacon_receiver *l, apr_pool_t *p)
+{
+    apr_pool_t *build;
+
+    apr_pool_create(&build, p);
+    beacon_route_table_publish(l->routes, build);
+    apr_pool_destroy(build);
+    l->routes_dirty = 0;
+}
+
 /* Rebuilds listener l's route table if it waits for one and may have it
- * now (ROUTE_EVERY). The memory of a rebuild goes as soon as it is done:
- * a wake may handle hundreds of datagrams with p. */
+ * now (ROUTE_EVERY). */
 static void route_if_due(beacon_receiver *l, apr_time_t now, apr_pool_t *p)
 {
     apr_interval_time_t took, pause;
-    apr_pool_t *build;
 
     if (l->routes == NULL || !l->routes_dirty || now < l->routes_due) {
         return;
     }
-    apr_pool_create(&build, p);
-    beacon_route_table_publish(l->routes, build);
-    apr_pool_destroy(build);
+    rebuild(l, p);
     took = apr_time_now() - now;
     pause = took * ROUTE_SHARE > ROUTE_EVERY ? took * ROUTE_SHARE : ROUTE_EVERY;
     l->routes_due = now + took + pause;
-    l->routes_dirty = 0;
 }
 
 /* The contexts claimed changed, or a member that claimed some went: at
@@ -622,10 +629,13 @@ void beacon_members_start(beacon_receiver *r, apr_pool_t *pool,
     r->shared->owner_pid = getpid();
     r->shared->listening = 0;
     r->dirty = DIRTY_CHANGED;
-    /* the last owner may have died with a rebuild pending */
-    r->routes_dirty = r->listener == r;
-    r->routes_due = 0;
     if (r->target) {
         adopt_members(r, now, p);
+    }
+    /* the last owner may have died with a rebuild pending; this one opens
+     * no ROUTE_EVERY pause, so that the first claim is routed at once */
+    r->routes_due = 0;
+    if (r->listener == r && r->routes) {
+        rebuild(r, p);
     }
 }
