@@ -210,6 +210,29 @@ static int build(beacon_route_table *rt, apr_pool_t *p, beacon_routes_spec_t **s
     return (int)n;
 }
 
+/* Says at start which balancers' members may claim more than their
+ * share of the table (share_routes): BCN00200 names what it leaves out. */
+static void report_shares(const beacon_route_table *rt)
+{
+    int i, routing = 0;
+
+    for (i = 0; i < rt->nlanes; i++) {
+        routing += rt->share[i] > 0;
+    }
+    for (i = 0; i < rt->nlanes; i++) {
+        unsigned bound = rt->share[i] ? lane_bound(&rt->lanes[i]) : 0;
+
+        if (bound > rt->share[i]) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, rt->s, BCNLOGNO(00202)
+                         "route table of %s: the members of balancer://%s may "
+                         "claim up to %u contexts, its share is %u (%u routes "
+                         "shared by %d balancer(s))", rt->label,
+                         rt->lanes[i].name, bound, rt->share[i],
+                         BEACON_ROUTES_MAX, routing);
+        }
+    }
+}
+
 beacon_route_table *beacon_route_table_open(apr_pool_t *pconf, server_rec *s,
                                   const char *label,
                                   const beacon_route_lane *lanes, int n,
@@ -253,6 +276,7 @@ beacon_route_table *beacon_route_table_open(apr_pool_t *pconf, server_rec *s,
         *failed = 1;
         return NULL;
     }
+    report_shares(rt);
     if ((routes = build(rt, pconf, &specs)) > 0) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, BCNLOGNO(00154)
                      "restored %d route(s) of udp %s from the member "

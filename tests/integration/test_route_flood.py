@@ -128,11 +128,15 @@ def test_a_flood_of_claim_changes_starves_no_other_service(httpd_factory,
 
 def test_a_balancer_that_fills_the_route_table_crowds_out_no_other(httpd_factory,
                                                                   backend_factory):
-    # shop, first in order, may claim 4,101 x 16 contexts: more than the
-    # 65,536 routes of a table; api claims one
+    # shop, first in order, may claim 16 contexts a registry entry (4,097
+    # slots and more): more than the 65,536 routes of a table; api one
     big = SHOP.replace("slots=4000", "slots=4097")
     h, udp = routing_proxy(httpd_factory, balancers=(big, API))
     start_receiver(h)
+    # said at start, before any claim: shop's share is less than it may claim
+    h.wait_log(r"BCN00202: route table of udp 127\.0\.0\.1:%d: the members of "
+               r"balancer://shop may claim up to \d+ contexts, its share is 65535 "
+               r"\(65536 routes shared by 2 balancer\(s\)\)" % udp, since=0)
     shop, api = shop_of(udp), api_of(udp)
     b = backend_factory("api-1")
     claim(api, b.url, "/api")
