@@ -12,6 +12,20 @@
 #define DIRTY_RENEWED 1   /* only last-seen times changed */
 #define DIRTY_CHANGED 2   /* a record came, went or changed state */
 #define KEEP_EVERY apr_time_from_sec(1) /* admin settings, forgetting */
+/*
+ * A listener's route table is one image for all its services, rebuilt
+ * whole: a claim change marks it dirty, and it is rebuilt at once when
+ * the last rebuild is ROUTE_EVERY old, else when it gets so. A key holder
+ * that changes claims in a loop so gets 5 rebuilds a second, not one per
+ * datagram, and every service's new claim is routed within 200 ms, well
+ * under a heartbeat (1 s at the least) and a fraction of any lease. The
+ * pause also grows to ROUTE_SHARE times the last rebuild's own time, so
+ * that rebuilds of the largest tables (65,536 routes) take at most a
+ * fifth of the loop, whichever service churns: there is one budget per
+ * listener, since one rebuild serves every service at once.
+ */
+#define ROUTE_EVERY apr_time_from_msec(200)
+#define ROUTE_SHARE 4
 
 /* ------------------------------------------------------------------ */
 /* Logging                                                             */
@@ -379,12 +393,45 @@ static beacon_receiver *lane_of(beacon_receiver *l, const beacon_datagram_t *dg)
     return l->lanes[l->default_lane >= 0 ? l->default_lane : 0];
 }
 
-/* The contexts claimed changed, or a member that claimed some went. */
-static void reroute(const beacon_receiver *l, apr_pool_t *p)
+/* Rebuilds listener l's route table. Its memory goes as soon as it is
+ * done: a wake may handle hundreds of datagrams with p. */
+static void rebuild(beacon_receiver *l, apr_pool_t *p)
 {
-    if (l->routes) {
-        beacon_route_table_publish(l->routes, p);
+    apr_pool_t *build;
+
+    apr_pool_create(&build, p);
+    beacon_route_table_publish(l->routes, build);
+    apr_pool_destroy(build);
+    l->routes_dirty = 0;
+}
+
+/* Rebuilds listener l's route table if it waits for one and may have it
+ * now (ROUTE_EVERY). */
+static void route_if_due(beacon_receiver *l, apr_time_t now, apr_pool_t *p)
+{
+    apr_interval_time_t took, pause;
+
+    if (l->routes == NULL || !l->routes_dirty || now < l->routes_due) {
+        return;
     }
+    rebuild(l, p);
+    took = apr_time_now() - now;
+    pause = took * ROUTE_SHARE > ROUTE_EVERY ? took * ROUTE_SHARE : ROUTE_EVERY;
+    l->routes_due = now + took + pause;
+}
+
+/* The contexts claimed changed, or a member that claimed some went: at
+ * once if the last rebuild is old enough, so that a new context is
+ * routed on the next request, else within ROUTE_EVERY. */
+static void reroute(beacon_receiver *l, apr_time_t now, apr_pool_t *p)
+{
+    l->routes_dirty = 1;
+    route_if_due(l, now, p);
+}
+
+apr_time_t beacon_members_due(const beacon_receiver *r)
+{
+    return r->listener == r && r->routes && r->routes_dirty ? r->routes_due : 0;
 }
 
 void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
@@ -443,8 +490,7 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
     beacon_balancer_announced(r->target, &announcement, now, scratch, &out);
     report_outcome(r, &ev, &out, now, scratch);
     if (out.claims_changed || out.added == BEACON_ADD_RECYCLED) {
-        /* at once: a new context is routed on the next request */
-        reroute(l, scratch);
+        reroute(l, now, scratch);
     }
 }
 
@@ -522,7 +568,7 @@ static void keep(beacon_receiver *r, apr_time_t now, apr_pool_t *p)
     if (forgotten > 0) {
         r->shared->events[BEACON_EV_FORGOTTEN] += (apr_uint64_t)forgotten;
         r->dirty = DIRTY_CHANGED;
-        reroute(r->listener, p);
+        reroute(r->listener, now, p);
     }
 }
 
@@ -531,6 +577,9 @@ void beacon_members_tick(beacon_receiver *r, apr_time_t now, apr_pool_t *p)
     expire(r, now);
     keep(r, now, p);
     publish(r, now);
+    if (r->listener == r) {
+        route_if_due(r, now, p);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -585,5 +634,11 @@ void beacon_members_start(beacon_receiver *r, apr_pool_t *pool,
     r->dirty = DIRTY_CHANGED;
     if (r->target) {
         adopt_members(r, now, p);
+    }
+    /* the last owner may have died with a rebuild pending; this one opens
+     * no ROUTE_EVERY pause, so that the first claim is routed at once */
+    r->routes_due = 0;
+    if (r->listener == r && r->routes) {
+        rebuild(r, p);
     }
 }

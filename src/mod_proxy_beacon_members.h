@@ -34,4 +34,8 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
  * changed for the status pages. p is for temporary memory. */
 void beacon_members_tick(beacon_receiver *r, apr_time_t now, apr_pool_t *p);
 
+/* When the loop must wake for r next: its listener's route table waits
+ * for a rebuild until then; 0: nothing waits. */
+apr_time_t beacon_members_due(const beacon_receiver *r);
+
 #endif /* MOD_PROXY_BEACON_MEMBERS_H */

@@ -449,19 +449,23 @@ static apr_pollfd_t *poll_set(apr_pool_t *p, int *n)
     return fds;
 }
 
-/* How long the loop may wait: until the next lease deadline, at most
- * WAIT_CAP, so that a stop request is seen promptly. */
+static void wait_until(apr_time_t due, apr_time_t now, apr_interval_time_t *wait)
+{
+    if (due != 0 && due - now < *wait) {
+        *wait = due > now ? due - now : 0;
+    }
+}
+
+/* How long the loop may wait: until the next lease deadline or route
+ * rebuild, at most WAIT_CAP, so that a stop request is seen promptly. */
 static apr_interval_time_t wait_bound(apr_time_t now)
 {
     apr_interval_time_t wait = WAIT_CAP;
     beacon_receiver *r;
 
     for (r = receivers; r; r = r->next) {
-        apr_time_t due = beacon_table_next_deadline(r->table);
-
-        if (due != 0 && due - now < wait) {
-            wait = due > now ? due - now : 0;
-        }
+        wait_until(beacon_table_next_deadline(r->table), now, &wait);
+        wait_until(beacon_members_due(r), now, &wait);
     }
     return wait;
 }

@@ -61,6 +61,8 @@ struct beacon_receiver {
     int *entry_hint;             /* registry entry by table index */
     apr_time_t kept;             /* the registry was last kept */
     int dirty;                   /* what changed since the last publish */
+    int routes_dirty;            /* listener: claims changed since its rebuild */
+    apr_time_t routes_due;       /* listener: no rebuild before this */
     apr_time_t published;        /* when the status copy was made */
 };
 

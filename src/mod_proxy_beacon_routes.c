@@ -18,7 +18,9 @@ struct beacon_route_table {
     int nlanes;
     void *board;               /* libbeacon's, in shared memory */
     unsigned max_routes;       /* the contexts the lanes may hold */
+    unsigned *share;           /* of max_routes, by lane (share_routes) */
     apr_size_t capacity;       /* of one image of max_routes */
+    beacon_rate_limit *full_log; /* by lane: claims its share left out */
 };
 
 /* The contexts lane may hold at most: an allow-list of exact entries
@@ -36,18 +38,49 @@ static unsigned lane_bound(const beacon_route_lane *lane)
     return lane->contexts->n < claims ? lane->contexts->n : claims;
 }
 
-/* How many contexts the lanes may hold in all. */
-static unsigned routes_for(const beacon_route_lane *lanes, int n)
+/*
+ * Each lane's share of the BEACON_ROUTES_MAX routes of one table, in
+ * share[], and their sum. When every lane's bound fits, a lane gets its
+ * bound; when not, the table is shared max-min fairly: a lane bounded
+ * below an even part keeps its bound, and the rest is split evenly among
+ * the others. So no balancer, whatever its slots, crowds out the contexts
+ * of those configured after it (a delegation with 4,096 slots alone could
+ * claim the whole table).
+ */
+static unsigned share_routes(const beacon_route_lane *lanes, int n, unsigned *share,
+                             apr_pool_t *p)
 {
-    apr_size_t routes = 0;
-    int i;
+    unsigned left = BEACON_ROUTES_MAX, unsettled = 0, sum = 0, even;
+    char *settled = apr_pcalloc(p, (apr_size_t)n);
+    int i, progress = 1;
 
     for (i = 0; i < n; i++) {
-        if (lanes[i].contexts && lanes[i].target) {
-            routes += lane_bound(&lanes[i]);
+        share[i] = lanes[i].contexts && lanes[i].target ? lane_bound(&lanes[i]) : 0;
+        settled[i] = share[i] == 0;
+        unsettled += !settled[i];
+    }
+    /* settle the lanes bounded within an even part of what is left, until
+     * none is; the others split what is then left */
+    while (unsettled > 0 && progress) {
+        progress = 0;
+        even = left / unsettled;
+        for (i = 0; i < n; i++) {
+            if (!settled[i] && share[i] <= even) {
+                left -= share[i];
+                sum += share[i];
+                settled[i] = 1;
+                unsettled--;
+                progress = 1;
+            }
         }
     }
-    return routes > BEACON_ROUTES_MAX ? BEACON_ROUTES_MAX : (unsigned)routes;
+    for (i = 0; i < n; i++) {
+        if (!settled[i]) {
+            share[i] = left / unsettled;
+            sum += share[i];
+        }
+    }
+    return sum;
 }
 
 static int by_context(const void *a, const void *b)
@@ -57,18 +90,26 @@ static int by_context(const void *a, const void *b)
     return strcmp(x->ctx, y->ctx);
 }
 
-/* Adds the contexts of one claim (ctx= as announced) of lane to specs,
- * each once: value counts the members that claim it. */
-static void add_claim(apr_hash_t *seen, beacon_routes_spec_t *specs,
-                      unsigned *n, unsigned max, int lane, const char *ctx,
-                      apr_pool_t *p)
+/* What one rebuild holds while it gathers the claims. */
+typedef struct {
+    apr_hash_t *seen;             /* context -> its spec */
+    beacon_routes_spec_t *specs;  /* max_routes of them */
+    unsigned n;
+    unsigned *held;               /* by lane: routes it has, up to its share */
+    unsigned *left_out;           /* by lane: contexts its share had no room for */
+} gathered;
+
+/* Adds the contexts of one claim (ctx= as announced) of lane to g, each
+ * once: value counts the members that claim it. */
+static void add_claim(const beacon_route_table *rt, gathered *g, int lane,
+                      const char *ctx, apr_pool_t *p)
 {
     beacon_span_t paths[BEACON_CTX_MAX_PATHS];
     int i, count = beacon_ctx_parse(ctx, strlen(ctx), paths);
 
     for (i = 0; i < count; i++) {
         const char *path = apr_pstrmemdup(p, paths[i].ptr, paths[i].len);
-        beacon_routes_spec_t *spec = apr_hash_get(seen, path, APR_HASH_KEY_STRING);
+        beacon_routes_spec_t *spec = apr_hash_get(g->seen, path, APR_HASH_KEY_STRING);
 
         if (spec != NULL) {
             /* a path named twice, or by a second member; another
@@ -76,15 +117,42 @@ static void add_claim(apr_hash_t *seen, beacon_routes_spec_t *specs,
             spec->value += spec->balancer == lane;
             continue;
         }
-        if (*n == max) {
-            return;
+        if (g->held[lane] == rt->share[lane]) {
+            g->left_out[lane]++;
+            continue;
         }
-        spec = &specs[(*n)++];
+        g->held[lane]++;
+        spec = &g->specs[g->n++];
         spec->ctx = path;
         spec->len = paths[i].len;
         spec->balancer = (apr_uint16_t)lane;
         spec->value = 1;
-        apr_hash_set(seen, path, APR_HASH_KEY_STRING, spec);
+        apr_hash_set(g->seen, path, APR_HASH_KEY_STRING, spec);
+    }
+}
+
+/* Says, at most once per BEACON_LOG_EVERY a balancer, how many contexts
+ * its members claim that its share of the table had no room for: they are
+ * not routed, and a peer can make this happen at will. */
+static void report_left_out(const beacon_route_table *rt, const gathered *g,
+                            apr_pool_t *p)
+{
+    apr_time_t now = apr_time_now();
+    unsigned suppressed;
+    int lane;
+
+    for (lane = 0; lane < rt->nlanes; lane++) {
+        if (g->left_out[lane] == 0 ||
+            !beacon_rate_allows(&rt->full_log[lane], now, BEACON_LOG_EVERY,
+                                &suppressed)) {
+            continue;
+        }
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, rt->s, BCNLOGNO(00200)
+                     "route table of %s: %u context(s) claimed by members of "
+                     "balancer://%s are not routed: its share of the table "
+                     "(%u of %u routes) is full%s", rt->label,
+                     g->left_out[lane], rt->lanes[lane].name, rt->share[lane],
+                     BEACON_ROUTES_MAX, beacon_held_back(p, suppressed));
     }
 }
 
@@ -92,26 +160,31 @@ static void add_claim(apr_hash_t *seen, beacon_routes_spec_t *specs,
 static unsigned claimed_routes(const beacon_route_table *rt, apr_pool_t *p,
                                beacon_routes_spec_t **specs)
 {
-    unsigned max = rt->max_routes, n = 0;
-    apr_hash_t *seen = apr_hash_make(p);
+    gathered g;
     int lane;
 
-    *specs = apr_palloc(p, sizeof(**specs) * max);
+    g.seen = apr_hash_make(p);
+    g.specs = apr_palloc(p, sizeof(*g.specs) * rt->max_routes);
+    g.n = 0;
+    g.held = apr_pcalloc(p, sizeof(*g.held) * (apr_size_t)rt->nlanes);
+    g.left_out = apr_pcalloc(p, sizeof(*g.left_out) * (apr_size_t)rt->nlanes);
     for (lane = 0; lane < rt->nlanes; lane++) {
         const beacon_route_lane *l = &rt->lanes[lane];
         beacon_claim *claims;
         int i, nclaims;
 
-        if (l->contexts == NULL || l->target == NULL) {
+        if (rt->share[lane] == 0) {
             continue;
         }
         nclaims = beacon_balancer_claims(l->target, p, &claims);
         for (i = 0; i < nclaims; i++) {
-            add_claim(seen, *specs, &n, max, lane, claims[i].ctx, p);
+            add_claim(rt, &g, lane, claims[i].ctx, p);
         }
     }
-    qsort(*specs, n, sizeof(**specs), by_context);
-    return n;
+    report_left_out(rt, &g, p);
+    qsort(g.specs, g.n, sizeof(*g.specs), by_context);
+    *specs = g.specs;
+    return g.n;
 }
 
 /* Builds and publishes; returns how many routes, or -1 (logged). */
@@ -137,12 +210,36 @@ static int build(beacon_route_table *rt, apr_pool_t *p, beacon_routes_spec_t **s
     return (int)n;
 }
 
+/* Says at start which balancers' members may claim more than their
+ * share of the table (share_routes): BCN00200 names what it leaves out. */
+static void report_shares(const beacon_route_table *rt)
+{
+    int i, routing = 0;
+
+    for (i = 0; i < rt->nlanes; i++) {
+        routing += rt->share[i] > 0;
+    }
+    for (i = 0; i < rt->nlanes; i++) {
+        unsigned bound = rt->share[i] ? lane_bound(&rt->lanes[i]) : 0;
+
+        if (bound > rt->share[i]) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, rt->s, BCNLOGNO(00202)
+                         "route table of %s: the members of balancer://%s may "
+                         "claim up to %u contexts, its share is %u (%u routes "
+                         "shared by %d balancer(s))", rt->label,
+                         rt->lanes[i].name, bound, rt->share[i],
+                         BEACON_ROUTES_MAX, routing);
+        }
+    }
+}
+
 beacon_route_table *beacon_route_table_open(apr_pool_t *pconf, server_rec *s,
                                   const char *label,
                                   const beacon_route_lane *lanes, int n,
                                   int *failed)
 {
-    unsigned max_routes = routes_for(lanes, n);
+    unsigned *share = apr_pcalloc(pconf, sizeof(*share) * (apr_size_t)n);
+    unsigned max_routes = share_routes(lanes, n, share, pconf);
     apr_size_t capacity = max_routes
         ? beacon_board_capacity(max_routes, (apr_size_t)max_routes * BEACON_CTX_PATH_MAX)
         : 0;
@@ -156,6 +253,8 @@ beacon_route_table *beacon_route_table_open(apr_pool_t *pconf, server_rec *s,
         return NULL;
     }
     rt = apr_pcalloc(pconf, sizeof(*rt));
+    rt->share = share;
+    rt->full_log = apr_pcalloc(pconf, sizeof(*rt->full_log) * (apr_size_t)n);
     rt->s = s;
     rt->label = apr_pstrcat(pconf, "udp ", label, NULL);
     rt->lanes = lanes;
@@ -177,6 +276,7 @@ beacon_route_table *beacon_route_table_open(apr_pool_t *pconf, server_rec *s,
         *failed = 1;
         return NULL;
     }
+    report_shares(rt);
     if ((routes = build(rt, pconf, &specs)) > 0) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, BCNLOGNO(00154)
                      "restored %d route(s) of udp %s from the member "
@@ -199,11 +299,18 @@ static apr_hash_t *published_set(const beacon_route_table *rt, apr_pool_t *p)
     return set;
 }
 
+/* A rebuild names at most this many contexts routed, and as many
+ * withdrawn (one announcement's worth), and counts the rest in one line:
+ * a key holder that changes claims in a loop would otherwise write a line
+ * for every context of the table at every rebuild. */
+#define NAMED_MAX BEACON_CTX_MAX_PATHS
+
 void beacon_route_table_publish(beacon_route_table *rt, apr_pool_t *p)
 {
     apr_hash_t *before = published_set(rt, p);
     beacon_routes_spec_t *specs;
     apr_hash_index_t *hi;
+    unsigned routed = 0, withdrawn = 0;
     int i, n;
 
     if ((n = build(rt, p, &specs)) < 0) {
@@ -212,7 +319,8 @@ void beacon_route_table_publish(beacon_route_table *rt, apr_pool_t *p)
     for (i = 0; i < n; i++) {
         const beacon_route_lane *lane = &rt->lanes[specs[i].balancer];
 
-        if (apr_hash_get(before, specs[i].ctx, APR_HASH_KEY_STRING) != lane) {
+        if (apr_hash_get(before, specs[i].ctx, APR_HASH_KEY_STRING) != lane &&
+            routed++ < NAMED_MAX) {
             ap_log_error(APLOG_MARK, APLOG_INFO, 0, rt->s, BCNLOGNO(00146)
                          "context %s routed to balancer://%s",
                          specs[i].ctx, lane->name);
@@ -224,10 +332,19 @@ void beacon_route_table_publish(beacon_route_table *rt, apr_pool_t *p)
         void *lane;
 
         apr_hash_this(hi, &ctx, NULL, &lane);
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, rt->s, BCNLOGNO(00150)
-                     "context %s withdrawn from balancer://%s: no member "
-                     "claims it any more", (const char *)ctx,
-                     ((const beacon_route_lane *)lane)->name);
+        if (withdrawn++ < NAMED_MAX) {
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, rt->s, BCNLOGNO(00150)
+                         "context %s withdrawn from balancer://%s: no member "
+                         "claims it any more", (const char *)ctx,
+                         ((const beacon_route_lane *)lane)->name);
+        }
+    }
+    if (routed > NAMED_MAX || withdrawn > NAMED_MAX) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, rt->s, BCNLOGNO(00201)
+                     "route table of %s: %u more context(s) routed and %u "
+                     "more withdrawn than named above", rt->label,
+                     routed > NAMED_MAX ? routed - NAMED_MAX : 0,
+                     withdrawn > NAMED_MAX ? withdrawn - NAMED_MAX : 0);
     }
 }
 

@@ -20,17 +20,17 @@ pytestmark = pytest.mark.beacon
 
 
 class Client(Periodic):
-    """Fetches / through the proxy in a loop and counts the answers."""
+    """Fetches path through the proxy in a loop and counts the answers."""
 
-    def __init__(self, h, period=0.005):
+    def __init__(self, h, period=0.005, path="/"):
         super().__init__(period)
-        self.h = h
+        self.h, self.path = h, path
         self.ok = self.failed = 0
         self.statuses = {}
 
     def tick(self):
         try:
-            status, _ = self.h.get("/", timeout=5)
+            status, _ = self.h.get(self.path, timeout=5)
         except OSError as e:
             status = type(e).__name__
         self.statuses[status] = self.statuses.get(status, 0) + 1

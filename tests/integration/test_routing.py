@@ -24,12 +24,12 @@ API = f"ProxyBeaconBalancer api service=api secret={API_KEY} contexts=/api/*"
 
 
 def routing_proxy(httpd_factory, timeout="20", extra="", proxypass="", sticky=False,
-                  vhost_config="", balancers=(SHOP, API)):
+                  vhost_config="", balancers=(SHOP, API), **kwargs):
     """A proxy whose balancers shop (contexts /shop, /cart) and api (any
     context under /api), or balancers' lines, have no ProxyPass; (httpd,
     udp port)."""
     h, udp = services_proxy(httpd_factory, timeout=timeout, balancers=list(balancers),
-                            extra=extra + vhost_config, sticky=sticky)
+                            extra=extra + vhost_config, sticky=sticky, **kwargs)
     h.proxypass_config = ("ProxyPass /balancer-manager !\n"
                           "ProxyPass /beacon-status !\n"
                           "ProxyPass /server-status !\n" + proxypass +
