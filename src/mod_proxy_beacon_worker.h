@@ -2,7 +2,8 @@
 
 /*
  * httpd's worker primitives, the one part of the module that calls into
- * mod_proxy or reads its structures (mod_proxy_beacon_worker.c): finding
+ * mod_proxy or reads its structures (mod_proxy_beacon_worker.c; only
+ * mod_proxy_beacon_params.c also sets a worker's fields): finding
  * a balancer and its members, the balancer's locks, defining a worker in
  * a growth slot as balancer-manager does, and every read or write of a
  * member's shared slot. No policy of beacon's: what to add, when to take
@@ -10,8 +11,9 @@
  * may be renamed mod_proxy_beacon_recycle.c's, what a restart gives back
  * mod_proxy_beacon_restore.c's.
  *
- * This header needs no mod_proxy.h: its users see httpd's balancer, its
- * workers and their shared slots only as the handles below.
+ * This header needs no mod_proxy.h (which files include it: the seam rule
+ * in docs/development.md): its users see httpd's balancer, its workers
+ * and their shared slots only as the handles below.
  */
 #ifndef MOD_PROXY_BEACON_WORKER_H
 #define MOD_PROXY_BEACON_WORKER_H

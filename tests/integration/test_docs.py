@@ -30,6 +30,11 @@ README.md is the entry point; the manual is docs/, one subject a page.
     and after it in that list.
 (f) The map of src/: docs/development.md's map, the only one, names
     every src/*.c and src/*.h, and no file that src/ lacks.
+(g) The seam rule, as docs/development.md's "The seam rule" states it:
+    only the files its one line "Files that may include mod_proxy.h: ..."
+    names include mod_proxy.h (and each of them does), in src/, lib/,
+    include/ and cli/; and nothing in lib/ or include/ includes an httpd
+    header.
 
 Every check is a function that returns a list of problems, and each is
 also run on a mutated copy of the real text (a README without one row, a
@@ -889,6 +894,60 @@ def src_files():
     return sorted(p.name for pattern in ("*.c", "*.h") for p in (REPO / "src").glob(pattern))
 
 
+SEAM_SECTION = "The seam rule"
+_MOD_PROXY_LINE = re.compile(r"^Files that may include mod_proxy\.h:(.*)$", re.M)
+# An #include, spaces allowed wherever the preprocessor allows them.
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"][ \t]*([^>"\n]*?)[ \t]*[>"]', re.M)
+# httpd's own headers (its include/ and the modules' public ones), by name:
+# none of them is APR's (apr_*.h, apu*.h), none is libbeacon's (beacon*.h).
+_HTTPD_HEADER = re.compile(r"(?:httpd|(?:http|ap|apache|mod|util|mpm)_\w+|scoreboard|heartbeat"
+                           r"|unixd|os|cache_common)\.h")
+
+
+def mod_proxy_allowed(doc):
+    """The files the seam rule's line lets include mod_proxy.h, read from
+    that section only (None without the line)."""
+    m = _MOD_PROXY_LINE.search(md_section(doc, SEAM_SECTION))
+    return set(re.findall(r"`([^`]+)`", m.group(1))) if m else None
+
+
+def included_headers(text):
+    """The file names a C text includes ("apache2/httpd.h" as httpd.h),
+    comments left out."""
+    return [Path(name).name for name in _INCLUDE.findall(strip_comments(text))]
+
+
+def seam_sources(repo=REPO):
+    """{path relative to repo: text} of every C file under src/, lib/,
+    include/ and cli/."""
+    return {str(p.relative_to(repo)): read(p)
+            for folder in ("src", "lib", "include", "cli")
+            for p in sorted((repo / folder).rglob("*")) if p.suffix in (".c", ".h")}
+
+
+def check_seam(doc, sources):
+    """docs/development.md's seam rule against the C files (seam_sources())."""
+    allowed = mod_proxy_allowed(doc)
+    if not allowed:
+        return ["docs/development.md's seam rule has no line "
+                "'Files that may include mod_proxy.h: `...`'"]
+    problems = []
+    for name, text in sorted(sources.items()):
+        headers = included_headers(text)
+        if "mod_proxy.h" in headers and name not in allowed:
+            problems.append(f"{name} includes mod_proxy.h, which only "
+                            f"{', '.join(sorted(allowed))} may (docs/development.md's seam rule)")
+        if "mod_proxy.h" not in headers and name in allowed:
+            problems.append(f"docs/development.md's seam rule lets {name} include mod_proxy.h, "
+                            "which it does not")
+        if name.split("/")[0] in ("lib", "include"):
+            problems += [f"{name} includes {h}, an httpd header (docs/development.md's seam rule)"
+                         for h in headers if _HTTPD_HEADER.fullmatch(h)]
+    problems += [f"docs/development.md's seam rule names {f}, which does not exist"
+                 for f in sorted(allowed - set(sources))]
+    return problems
+
+
 # ---------------------------------------------------------------------------
 # The checks on the real files
 
@@ -922,6 +981,15 @@ def test_every_link_and_anchor_of_the_manual_resolves():
 def test_every_src_file_is_on_the_map_of_src():
     assert len(src_files()) >= 20, "src/'s files are found at all"
     problems = check_src_map(read(DEVELOPMENT_DOC), src_files())
+    assert not problems, "\n".join(problems)
+
+
+def test_only_the_seam_rules_files_include_mod_proxy_h_and_libbeacon_no_httpd_header():
+    sources = seam_sources()
+    for folder, least in (("src/", 20), ("lib/", 10), ("include/", 1), ("cli/", 5)):
+        assert sum(n.startswith(folder) for n in sources) >= least, f"{folder}'s files are found"
+    assert "httpd.h" in included_headers(sources["src/mod_proxy_beacon_util.h"])
+    problems = check_seam(read(DEVELOPMENT_DOC), sources)
     assert not problems, "\n".join(problems)
 
 
@@ -1234,3 +1302,66 @@ def test_self_check_a_file_missing_from_the_map_of_src_is_found():
         "which does not exist"]
     assert check_src_map(doc.replace(_SRC_MAP_START, "A picture of src/"), files) == [
         "docs/development.md has no map of src/ ('The map of src/')"]
+
+
+def test_self_check_mod_proxy_h_included_outside_the_seam_rules_list_is_found():
+    doc, sources = read(DEVELOPMENT_DOC), seam_sources()
+    assert not check_seam(doc, sources)
+    allowed = "src/mod_proxy_beacon_params.c, src/mod_proxy_beacon_worker.c"
+    a_header = min(n for n in sources if n.startswith("include/"))
+    for spelling in ('#include "mod_proxy.h"', "#include <mod_proxy.h>",
+                     "  #  include\t< mod_proxy.h >", "#include <apache2/mod_proxy.h>"):
+        for name in ("src/mod_proxy_beacon_balancer.c", "src/mod_proxy_beacon_worker.h",
+                     "lib/beacon_table.c", a_header, "cli/beaconctl.c"):
+            changed = dict(sources, **{name: sources[name] + "\n" + spelling + "\n"})
+            expected = [f"{name} includes mod_proxy.h, which only {allowed} may "
+                        "(docs/development.md's seam rule)"]
+            if name.startswith(("lib/", "include/")):
+                expected.append(f"{name} includes mod_proxy.h, an httpd header "
+                                "(docs/development.md's seam rule)")
+            assert check_seam(doc, changed) == expected, (spelling, name)
+    # Words about mod_proxy.h are no include of it.
+    name = "src/mod_proxy_beacon_balancer.c"
+    assert not check_seam(doc, dict(sources, **{
+        name: sources[name] + "\n/* #include <mod_proxy.h> */\n// #include \"mod_proxy.h\"\n"}))
+
+
+def test_self_check_the_seam_rules_list_is_read_from_its_line_only():
+    doc, sources = read(DEVELOPMENT_DOC), seam_sources()
+    line = ("Files that may include mod_proxy.h: `src/mod_proxy_beacon_worker.c`, "
+            "`src/mod_proxy_beacon_params.c`")
+    assert mod_proxy_allowed(doc) == {"src/mod_proxy_beacon_worker.c",
+                                      "src/mod_proxy_beacon_params.c"}
+    assert check_seam(doc.replace(line, line.replace(", `src/mod_proxy_beacon_params.c`", "")),
+                      sources) == [
+        "src/mod_proxy_beacon_params.c includes mod_proxy.h, which only "
+        "src/mod_proxy_beacon_worker.c may (docs/development.md's seam rule)"]
+    assert check_seam(doc.replace(line, line + ", `src/mod_proxy_beacon_shm.c`"), sources) == [
+        "docs/development.md's seam rule lets src/mod_proxy_beacon_shm.c include mod_proxy.h, "
+        "which it does not"]
+    assert check_seam(doc.replace(line, line + ", `src/mod_proxy_beacon_gone.c`"), sources) == [
+        "docs/development.md's seam rule names src/mod_proxy_beacon_gone.c, which does not exist"]
+    # The line outside its section, or the section gone: no list at all.
+    no_list = ["docs/development.md's seam rule has no line "
+               "'Files that may include mod_proxy.h: `...`'"]
+    moved = without_line(doc, line) + "\n" + line + "\n"
+    assert check_seam(moved, sources) == no_list
+    assert check_seam(doc.replace("## " + SEAM_SECTION, "## The seams"), sources) == no_list
+
+
+def test_self_check_an_httpd_header_in_libbeacon_is_found():
+    doc, sources = read(DEVELOPMENT_DOC), seam_sources()
+    name = "lib/beacon_table.c"
+    for header in ("httpd.h", "http_log.h", "ap_mpm.h", "apache2/util_time.h", "mpm_common.h",
+                   "scoreboard.h", "mod_watchdog.h"):
+        changed = dict(sources, **{name: sources[name] + f"\n#include <{header}>\n"})
+        assert check_seam(doc, changed) == [
+            f"{name} includes {Path(header).name}, an httpd header "
+            "(docs/development.md's seam rule)"], header
+    for header in ("apr_strings.h", "apu.h", "apr_thread_proc.h", "beacon_private.h",
+                   "stdatomic.h"):
+        a_header = min(n for n in sources if n.startswith("include/"))
+        changed = dict(sources, **{a_header: sources[a_header] + f'\n#include "{header}"\n'})
+        assert not check_seam(doc, changed), header
+    # The adapter may: it is the httpd side of the seam.
+    assert "httpd.h" in included_headers(sources["src/mod_proxy_beacon_status_html.c"])
