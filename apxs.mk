@@ -20,7 +20,7 @@ BUILD      ?= build
 BEACON_LIB ?= $(BUILD)/libbeacon.a
 
 MODULE_SRC = $(sort $(wildcard src/*.c))
-MODULE_HDR = $(sort $(wildcard src/*.h)) include/beacon.h
+MODULE_HDR = $(sort $(wildcard src/*.h include/*.h))
 MODULE_LA  = $(BUILD)/mod_proxy_beacon.la
 MODULE_SO  = $(BUILD)/.libs/mod_proxy_beacon.so
 

@@ -205,7 +205,7 @@ typedef struct {
     unsigned prefix; /* of the 16 bytes */
 } ref_range_t;
 
-/* The defaults, as beacon.h lists them. */
+/* The defaults, as beacon_reach.h lists them. */
 static const ref_range_t ref_ranges[] = {
     {1, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 169, 254}, 96 + 16},
     {1, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0}, 96 + 32},

@@ -3,7 +3,7 @@
 // Allow-lists (contexts=LIST): which contexts a balancer's members may
 // claim, and whether two balancers' lists could both claim one. Filled
 // at configuration time into the caller's block, then only read; the
-// rules are in beacon.h. (Line comments: delegations are "/x/*".)
+// rules are in beacon_allow.h. (Line comments: delegations are "/x/*".)
 
 #include <string.h>
 

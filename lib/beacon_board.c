@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * The route board (beacon.h has its contract): two route images in
+ * The route board (beacon_board.h has its contract): two route images in
  * memory shared between processes, one writer, readers that never lock.
  *
  * Layout, each part on its own 64-byte line from the board's start:

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "beacon.h"
+#include "beacon_context.h"
 
 static int is_segment_char(char c)
 {

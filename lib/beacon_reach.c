@@ -3,10 +3,10 @@
 /*
  * Reach: which hosts an announced url may point at (ProxyBeaconAllow,
  * allow=, beaconctl --allow). One rule for the receiver and beaconctl;
- * the entries and the defaults are described in beacon.h. Every address
- * is held as 16 bytes, an IPv4 one in its IPv4-mapped form with a flag,
- * so that ::ffff:169.254.169.254 is 169.254.169.254 wherever it is
- * written.
+ * the entries and the defaults are described in beacon_reach.h. Every
+ * address is held as 16 bytes, an IPv4 one in its IPv4-mapped form with
+ * a flag, so that ::ffff:169.254.169.254 is 169.254.169.254 wherever it
+ * is written.
  */
 
 #define _POSIX_C_SOURCE 200809L /* inet_pton, inet_ntop */

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "beacon.h"
+#include "beacon_ring.h"
 
 #define NO_INDEX (-1)
 

@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * The route image (beacon.h has its format): built once into the
+ * The route image (beacon_routes.h has its format): built once into the
  * caller's buffer, checked once by a reader that did not build it, then
  * looked up on every request by bucket reads alone. The matching rule is
  * beacon_context_matches'; the image only makes it fast.
