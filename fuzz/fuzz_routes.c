@@ -532,36 +532,36 @@ static void check_servlet_paths(const input_t *in)
 
     for (i = 0; i < in->npaths; i++) {
         size_t plen = in->plen[i], k;
-        char *out = malloc(plen + 1), *again = malloc(plen + 1);
+        char *servlet = malloc(plen + 1), *twice = malloc(plen + 1);
         apr_ssize_t n, m;
 
-        FUZZ_CHECK(out != NULL && again != NULL, "out of memory");
-        n = beacon_servlet_path(in->path[i], plen, out);
+        FUZZ_CHECK(servlet != NULL && twice != NULL, "out of memory");
+        n = beacon_servlet_path(in->path[i], plen, servlet);
         if (n < 0) {
             FUZZ_CHECK(n == -1 && (plen == 0 || in->path[i][0] != '/' ||
                                    has_dot_dot(in->path[i], plen)),
                        "no servlet path for \"%.*s\"", (int)plen, in->path[i]);
         } else {
-            FUZZ_CHECK((size_t)n <= plen && out[0] == '/' && out[n] == '\0' &&
-                           memchr(out, ';', (size_t)n) == NULL &&
-                           !has_dot_segment(out + 1, (size_t)n - 1),
-                       "servlet path \"%.*s\" of \"%.*s\"", (int)n, out,
+            FUZZ_CHECK((size_t)n <= plen && servlet[0] == '/' && servlet[n] == '\0' &&
+                           memchr(servlet, ';', (size_t)n) == NULL &&
+                           !has_dot_segment(servlet + 1, (size_t)n - 1),
+                       "servlet path \"%.*s\" of \"%.*s\"", (int)n, servlet,
                        (int)plen, in->path[i]);
             for (k = 1; k < (size_t)n; k++) {
-                FUZZ_CHECK(out[k] != '/' || out[k - 1] != '/', "\"//\" in \"%.*s\"",
-                           (int)n, out);
+                FUZZ_CHECK(servlet[k] != '/' || servlet[k - 1] != '/', "\"//\" in \"%.*s\"",
+                           (int)n, servlet);
             }
-            m = beacon_servlet_path(out, (size_t)n, again);
-            FUZZ_CHECK(m == n && memcmp(again, out, (size_t)n) == 0,
-                       "servlet path \"%.*s\" is not its own", (int)n, out);
+            m = beacon_servlet_path(servlet, (size_t)n, twice);
+            FUZZ_CHECK(m == n && memcmp(twice, servlet, (size_t)n) == 0,
+                       "servlet path \"%.*s\" is not its own", (int)n, servlet);
         }
         /* in place, as a caller may */
-        memcpy(again, in->path[i], plen);
-        m = beacon_servlet_path(again, plen, again);
-        FUZZ_CHECK(m == n && (n < 0 || memcmp(again, out, (size_t)n + 1) == 0),
+        memcpy(twice, in->path[i], plen);
+        m = beacon_servlet_path(twice, plen, twice);
+        FUZZ_CHECK(m == n && (n < 0 || memcmp(twice, servlet, (size_t)n + 1) == 0),
                    "in place: \"%.*s\"", (int)plen, in->path[i]);
-        free(out);
-        free(again);
+        free(servlet);
+        free(twice);
     }
 }
 

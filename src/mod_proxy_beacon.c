@@ -474,7 +474,7 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                      "take %" APR_SIZE_T_FMT " MiB of shared memory, more "
                      "than %" APR_SIZE_T_FMT " MiB: feed fewer balancers "
                      "from them or reserve fewer slots=",
-                     shm / (1024 * 1024), BEACON_SHM_MAX / (1024 * 1024));
+                     shm / BEACON_MIB, BEACON_SHM_MAX / BEACON_MIB);
         rc = !OK;
     }
     return rc;

@@ -120,7 +120,8 @@ const char *beacon_receiver_ring(const beacon_server_conf *conf,
 /* The shared memory the receivers' balancers may take in all (status
  * records, registries, claims): past it apache2 -t refuses, as a
  * configuration nobody means (2,000 balancers of one slot). */
-#define BEACON_SHM_MAX ((apr_size_t)1024 * 1024 * 1024)
+#define BEACON_MIB ((apr_size_t)1024 * 1024)
+#define BEACON_SHM_MAX (1024 * BEACON_MIB)
 
 /* The urls one balancer of a receiver tracks at once (its member table,
  * registry and status records): BEACON_TABLE_CAPACITY for members in

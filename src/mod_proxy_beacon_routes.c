@@ -51,7 +51,7 @@ static unsigned share_routes(const beacon_route_lane *lanes, int n, unsigned *sh
                              apr_pool_t *p)
 {
     unsigned left = BEACON_ROUTES_MAX, unsettled = 0, sum = 0, even;
-    char *settled = apr_pcalloc(p, (apr_size_t)n);
+    int *settled = apr_pcalloc(p, sizeof(*settled) * (apr_size_t)n);
     int i, progress = 1;
 
     for (i = 0; i < n; i++) {
