@@ -396,19 +396,11 @@ static void *APR_THREAD_FUNC resolver_main(apr_thread_t *thread, void *data)
 static apr_status_t start_resolver(resolver_t *r)
 {
     apr_pool_t *own;
-    apr_threadattr_t *attr;
-    apr_thread_t *thread;
     apr_status_t rv;
 
     rv = apr_pool_create_unmanaged_ex(&own, NULL, NULL);
     if (rv == APR_SUCCESS) {
-        rv = apr_threadattr_create(&attr, own);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = apr_threadattr_detach_set(attr, 1);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = apr_thread_create(&thread, attr, resolver_main, r, own);
+        rv = beacon_lookup_thread_start(own, resolver_main, r);
     }
     return rv;
 }

@@ -11,6 +11,7 @@
 
 #include <apr_network_io.h>
 #include <apr_pools.h>
+#include <apr_thread_proc.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -158,6 +159,16 @@ unsigned beacon_fanout_send(beacon_fanout_t *f, const char *buf,
 /* A consistent copy of f, which another thread may update meanwhile;
  * copy has beacon_fanout_size(f->nnames) bytes. */
 void beacon_fanout_read(const beacon_fanout_t *f, beacon_fanout_t *copy);
+
+/*
+ * Starts fn(thread, arg) in a detached thread, for a lookup that may block
+ * for as long as DNS takes: nothing waits for it at exit. own is an
+ * unmanaged pool (apr_pool_create_unmanaged_ex) the caller made for this
+ * thread alone and gives over to it, so that it shares no allocator with
+ * another thread. Used by the module's and beaconctl's lookups alike.
+ */
+apr_status_t beacon_lookup_thread_start(apr_pool_t *own, apr_thread_start_t fn,
+                                        void *arg);
 
 #ifdef __cplusplus
 }

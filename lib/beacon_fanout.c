@@ -318,3 +318,20 @@ void beacon_fanout_read(const beacon_fanout_t *f, beacon_fanout_t *copy)
     }
     memcpy(copy, (const void *)f, size);
 }
+
+apr_status_t beacon_lookup_thread_start(apr_pool_t *own, apr_thread_start_t fn,
+                                        void *arg)
+{
+    apr_threadattr_t *attr;
+    apr_thread_t *thread;
+    apr_status_t rv;
+
+    rv = apr_threadattr_create(&attr, own);
+    if (rv == APR_SUCCESS) {
+        rv = apr_threadattr_detach_set(attr, 1);
+    }
+    if (rv == APR_SUCCESS) {
+        rv = apr_thread_create(&thread, attr, fn, arg, own);
+    }
+    return rv;
+}

@@ -140,8 +140,6 @@ static void *APR_THREAD_FUNC lookup_thread(apr_thread_t *thread, void *data)
 static apr_status_t start_one(beacon_fanout_guard *g, unsigned index)
 {
     apr_pool_t *p;
-    apr_threadattr_t *attr;
-    apr_thread_t *thread;
     name_lookup *nl;
     apr_status_t rv;
 
@@ -152,14 +150,7 @@ static apr_status_t start_one(beacon_fanout_guard *g, unsigned index)
     nl = apr_pcalloc(p, sizeof(*nl));
     nl->g = g;
     nl->index = index;
-    rv = apr_threadattr_create(&attr, p);
-    if (rv == APR_SUCCESS) {
-        rv = apr_threadattr_detach_set(attr, 1);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = apr_thread_create(&thread, attr, lookup_thread, nl, p);
-    }
-    return rv;
+    return beacon_lookup_thread_start(p, lookup_thread, nl);
 }
 
 void beacon_lookups_start(beacon_fanout_guard *g)

@@ -12,7 +12,9 @@
 
 #include <arpa/inet.h>
 
+#include <apr_atomic.h>
 #include <apr_general.h>
+#include <apr_time.h>
 
 #define PORT 5555
 #define DG "BEACON test"
@@ -588,6 +590,45 @@ static void lookup_of_an_invalid_name_finds_nothing(void **state)
     assert_int_equal(r.n, 0);
 }
 
+/* The lookup thread: it gets its argument and its caller's pool, and runs
+ * while the caller goes on (nothing joins it: it is detached). */
+typedef struct {
+    apr_pool_t *own;
+    volatile apr_uint32_t ran;      /* 1 once fn ran with this arg */
+    volatile apr_uint32_t own_pool; /* 1 if its pool is own or own's child */
+} started_t;
+
+static void *APR_THREAD_FUNC note_start(apr_thread_t *thread, void *arg)
+{
+    started_t *st = arg;
+    apr_pool_t *p = apr_thread_pool_get(thread);
+
+    while (p != NULL && p != st->own) {
+        p = apr_pool_parent_get(p);
+    }
+    apr_atomic_set32(&st->own_pool, p == st->own);
+    apr_atomic_set32(&st->ran, 1);
+    return NULL;
+}
+
+static void a_lookup_thread_starts_detached_with_its_argument(void **state)
+{
+    static started_t st; /* outlives this test: the thread is not joined */
+    apr_time_t deadline;
+
+    (void)state;
+    assert_int_equal(apr_pool_create_unmanaged_ex(&st.own, NULL, NULL),
+                     APR_SUCCESS);
+    assert_int_equal(beacon_lookup_thread_start(st.own, note_start, &st),
+                     APR_SUCCESS);
+    deadline = apr_time_now() + apr_time_from_sec(10);
+    while (apr_atomic_read32(&st.ran) == 0 && apr_time_now() < deadline) {
+        apr_sleep(apr_time_from_msec(5));
+    }
+    assert_int_equal(apr_atomic_read32(&st.ran), 1);
+    assert_int_equal(apr_atomic_read32(&st.own_pool), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -611,6 +652,7 @@ int main(void)
         cmocka_unit_test_teardown(read_gives_an_equal_copy_and_an_even_version, free_fanouts),
         cmocka_unit_test(lookup_of_a_literal_needs_no_dns),
         cmocka_unit_test(lookup_of_an_invalid_name_finds_nothing),
+        cmocka_unit_test(a_lookup_thread_starts_detached_with_its_argument),
     };
 
     return cmocka_run_group_tests_name("fanout", tests, test_pool_setup,
