@@ -35,23 +35,23 @@
 static const char *service_clash(apr_pool_t *p, const beacon_server_conf *conf,
                                  int i)
 {
-    const char *service = beacon_balancer_service(conf, i);
+    const char *service = beacon_config_balancer_service(conf, i);
     int j;
 
     for (j = 0; j < i; j++) {
-        const char *other = beacon_balancer_service(conf, j);
+        const char *other = beacon_config_balancer_service(conf, j);
 
         if (service && other && strcmp(service, other) == 0) {
             return apr_psprintf(p, "ProxyBeaconBalancer: service %s is already "
                                 "the service of balancer://%s", service,
-                                beacon_balancer_at(conf, j)->name);
+                                beacon_config_balancer_at(conf, j)->name);
         }
         if (service == NULL && other == NULL) {
             return apr_psprintf(p, "ProxyBeaconBalancer: balancer://%s already "
                                 "takes the announcements without a service; "
                                 "give balancer://%s a service=",
-                                beacon_balancer_at(conf, j)->name,
-                                beacon_balancer_at(conf, i)->name);
+                                beacon_config_balancer_at(conf, j)->name,
+                                beacon_config_balancer_at(conf, i)->name);
         }
     }
     return NULL;
@@ -62,12 +62,12 @@ static const char *service_clash(apr_pool_t *p, const beacon_server_conf *conf,
 static const char *contexts_clash(apr_pool_t *p, const beacon_server_conf *conf,
                                   int i)
 {
-    const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+    const beacon_balancer_conf *bc = beacon_config_balancer_at(conf, i);
     unsigned ia, ib;
     int j;
 
     for (j = 0; bc->contexts && j < i; j++) {
-        const beacon_balancer_conf *other = beacon_balancer_at(conf, j);
+        const beacon_balancer_conf *other = beacon_config_balancer_at(conf, j);
 
         if (other->contexts &&
             beacon_allow_conflict(other->contexts, bc->contexts, &ia, &ib)) {
@@ -87,7 +87,7 @@ static const char *contexts_clash(apr_pool_t *p, const beacon_server_conf *conf,
 static const char *balancers_problem(apr_pool_t *p, server_rec *s,
                                      beacon_server_conf *conf)
 {
-    int i, n = beacon_balancer_count(conf);
+    int i, n = beacon_config_balancer_count(conf);
     const char *problem;
 
     if (conf->service && n > 1) {
@@ -95,18 +95,18 @@ static const char *balancers_problem(apr_pool_t *p, server_rec *s,
                "balancer: with several, give each its service= on its "
                "ProxyBeaconBalancer line";
     }
-    if (conf->service && n == 1 && beacon_balancer_at(conf, 0)->service) {
+    if (conf->service && n == 1 && beacon_config_balancer_at(conf, 0)->service) {
         return "ProxyBeaconService and ProxyBeaconBalancer service= both "
                "name the balancer's service: keep one";
     }
-    if (beacon_receiver_slots(conf) > BEACON_RECEIVER_SLOTS_MAX) {
+    if (beacon_config_receiver_slots(conf) > BEACON_RECEIVER_SLOTS_MAX) {
         return apr_psprintf(p, "ProxyBeaconBalancer: the balancers of one "
                             "receiver reserve at most %d slots= in all, "
                             "these %u", BEACON_RECEIVER_SLOTS_MAX,
-                            beacon_receiver_slots(conf));
+                            beacon_config_receiver_slots(conf));
     }
     for (i = 0; i < n; i++) {
-        const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+        const beacon_balancer_conf *bc = beacon_config_balancer_at(conf, i);
 
         if ((problem = beacon_balancer_check(p, s, bc->name)) != NULL ||
             (problem = service_clash(p, conf, i)) != NULL ||
@@ -186,8 +186,8 @@ static const char *balancer_clash(apr_pool_t *p, server_rec *s,
 {
     int i, j;
 
-    for (i = 0; i < beacon_balancer_count(conf); i++) {
-        const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+    for (i = 0; i < beacon_config_balancer_count(conf); i++) {
+        const beacon_balancer_conf *bc = beacon_config_balancer_at(conf, i);
         balancer_seen me = {beacon_worker_balancer_identity(p, s, bc->name), bc->name,
                             bc->where};
 
@@ -251,7 +251,7 @@ static void warn_secret_on_server_info(server_rec *main_s)
         return;
     }
     for (s = main_s; s; s = s->next) {
-        const beacon_server_conf *conf = beacon_role_conf(s, main_s);
+        const beacon_server_conf *conf = beacon_config_role(s, main_s);
 
         if (conf && conf->inline_secret && (conf->listen_set || conf->targets)) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, main_s, BCNLOGNO(00082)
@@ -270,8 +270,8 @@ static void warn_no_growth(apr_pool_t *p, server_rec *s,
 {
     int i;
 
-    for (i = 0; i < beacon_balancer_count(conf); i++) {
-        const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+    for (i = 0; i < beacon_config_balancer_count(conf); i++) {
+        const beacon_balancer_conf *bc = beacon_config_balancer_at(conf, i);
 
         if (bc->slots == 0 && beacon_worker_balancer_growth(p, s, bc->name) == 0) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00083)
@@ -290,18 +290,19 @@ static void warn_shared_keys(apr_pool_t *p, server_rec *s,
                              const beacon_server_conf *conf)
 {
     beacon_ring_t *ring = apr_palloc(p, sizeof(*ring));
-    int *lane = apr_palloc(p, sizeof(int) * (apr_size_t)(beacon_balancer_count(conf) + 1));
+    int *lane = apr_palloc(p, sizeof(int) *
+                              (apr_size_t)(beacon_config_balancer_count(conf) + 1));
     const char *host;
     apr_port_t port;
     int a, b, none;
 
-    if (beacon_receiver_ring(conf, ring, lane, &none) != NULL ||
+    if (beacon_config_receiver_ring(conf, ring, lane, &none) != NULL ||
         !beacon_ring_shared_key(ring, &a, &b)) {
         return;
     }
     if (a < 0 && ring->service[b].nkeys == 0 && none >= 0) {
         /* the usual way in: a service line that forgot its secret= */
-        const beacon_balancer_conf *bc = beacon_balancer_at(conf, lane[b]);
+        const beacon_balancer_conf *bc = beacon_config_balancer_at(conf, lane[b]);
 
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00191)
                      "ProxyBeaconBalancer: balancer://%s (service=%s) has no "
@@ -309,7 +310,7 @@ static void warn_shared_keys(apr_pool_t *p, server_rec *s,
                      "with balancer://%s (no service=): anyone who holds it "
                      "can announce into both; give balancer://%s its own "
                      "secret= (%s)", bc->name, ring->service[b].name,
-                     beacon_balancer_at(conf, none)->name, bc->name, bc->where);
+                     beacon_config_balancer_at(conf, none)->name, bc->name, bc->where);
         return;
     }
     beacon_receiver_address(p, s, conf, &host, &port);
@@ -319,7 +320,7 @@ static void warn_shared_keys(apr_pool_t *p, server_rec *s,
                  "can announce into both); give each its own secret= (%s)",
                  a < 0 ? "(the receiver's ProxyBeaconSecret)" : ring->service[a].name,
                  ring->service[b].name, beacon_receiver_label(p, host, port),
-                 beacon_balancer_at(conf, lane[b])->where);
+                 beacon_config_balancer_at(conf, lane[b])->where);
 }
 
 /* What a receiver's configuration works with but will surprise. */
@@ -328,7 +329,7 @@ static void warn_about_receivers(apr_pool_t *p, server_rec *main_s)
     server_rec *s;
 
     for (s = main_s; s; s = s->next) {
-        const beacon_server_conf *conf = beacon_role_conf(s, main_s);
+        const beacon_server_conf *conf = beacon_config_role(s, main_s);
 
         if (conf && conf->listen_set) {
             warn_no_growth(p, s, conf);
@@ -345,7 +346,7 @@ static void warn_about_senders(server_rec *main_s)
     server_rec *s;
 
     for (s = main_s; s; s = s->next) {
-        const beacon_server_conf *conf = beacon_role_conf(s, main_s);
+        const beacon_server_conf *conf = beacon_config_role(s, main_s);
         const char *why;
 
         if (conf && conf->targets && conf->advertise &&
@@ -427,8 +428,8 @@ static const char *server_problem(apr_pool_t *p, server_rec *s,
     if (conf->targets && !APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance)) {
         return "mod_watchdog is required by ProxyBeaconAddress";
     }
-    if (beacon_balancer_count(conf) > 0) {
-        conf->where = beacon_balancer_at(conf, 0)->where;
+    if (beacon_config_balancer_count(conf) > 0) {
+        conf->where = beacon_config_balancer_at(conf, 0)->where;
         return "ProxyBeaconBalancer needs ProxyBeaconListen in the same "
                "server";
     }
@@ -450,7 +451,7 @@ static int check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
         warn_about_config(ptemp, main_s);
     }
     for (s = main_s; s; s = s->next) {
-        beacon_server_conf *conf = beacon_role_conf(s, main_s);
+        beacon_server_conf *conf = beacon_config_role(s, main_s);
         const char *problem;
 
         if (conf == NULL) {
@@ -492,8 +493,8 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
         return OK;
     }
     warn_about_config(ptemp, s);
-    if (beacon_receivers_post_config(pconf, s) != APR_SUCCESS ||
-        beacon_senders_post_config(pconf, s) != APR_SUCCESS) {
+    if (beacon_receiver_post_config(pconf, s) != APR_SUCCESS ||
+        beacon_sender_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     return OK;
@@ -530,11 +531,11 @@ static int reserve_slots(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
         return OK; /* no shared memory is set up in the first pass */
     }
     for (s = main_s; s; s = s->next) {
-        const beacon_server_conf *conf = beacon_role_conf(s, main_s);
+        const beacon_server_conf *conf = beacon_config_role(s, main_s);
 
-        for (i = 0; conf && conf->listen_set && i < beacon_balancer_count(conf);
+        for (i = 0; conf && conf->listen_set && i < beacon_config_balancer_count(conf);
              i++) {
-            const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+            const beacon_balancer_conf *bc = beacon_config_balancer_at(conf, i);
             const char *err;
 
             if (bc->slots == 0) {
@@ -555,7 +556,7 @@ static int reserve_slots(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
 }
 
 /* Registered after mod_slotmem_shm's post_config: see
- * beacon_receivers_keep_at_stop. */
+ * beacon_receiver_keep_at_stop. */
 static int keep_at_stop(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                         server_rec *s)
 {
@@ -563,7 +564,7 @@ static int keep_at_stop(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
     (void)ptemp;
     (void)s;
     if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
-        beacon_receivers_keep_at_stop(pconf);
+        beacon_receiver_keep_at_stop(pconf);
     }
     return OK;
 }
@@ -571,14 +572,14 @@ static int keep_at_stop(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
 static void child_init(apr_pool_t *pchild, server_rec *s)
 {
     (void)s;
-    beacon_receivers_child_init(pchild);
-    beacon_senders_child_init(pchild);
+    beacon_receiver_child_init(pchild);
+    beacon_sender_child_init(pchild);
 }
 
 static int sync_on_request(request_rec *r)
 {
     (void)r;
-    beacon_receivers_sync();
+    beacon_receiver_sync_all();
     return DECLINED;
 }
 
@@ -602,7 +603,7 @@ static void register_hooks(apr_pool_t *p)
                         APR_HOOK_MIDDLE);
     ap_hook_post_config(keep_at_stop, after_slotmem, NULL, APR_HOOK_REALLY_LAST);
     ap_hook_child_init(child_init, after_proxy, NULL, APR_HOOK_MIDDLE);
-    ap_hook_child_stopping(beacon_senders_child_stopping, NULL, NULL,
+    ap_hook_child_stopping(beacon_sender_child_stopping, NULL, NULL,
                            APR_HOOK_MIDDLE);
     ap_hook_post_read_request(sync_on_request, NULL, NULL, APR_HOOK_MIDDLE);
     beacon_status_register_hooks();
@@ -612,10 +613,10 @@ static void register_hooks(apr_pool_t *p)
 /* Not AP_DECLARE_MODULE: mod_proxy_beacon_util.h has APLOG_USE_MODULE. */
 module AP_MODULE_DECLARE_DATA proxy_beacon_module = {
     STANDARD20_MODULE_STUFF,
-    beacon_create_dir_conf,    /* per-directory config creator */
-    beacon_merge_dir_conf,     /* dir config merger */
-    beacon_create_server_conf, /* server config creator */
-    beacon_merge_server_conf,  /* server config merger */
+    beacon_config_create_dir,    /* per-directory config creator */
+    beacon_config_merge_dir,     /* dir config merger */
+    beacon_config_create_server, /* server config creator */
+    beacon_config_merge_server,  /* server config merger */
     beacon_cmds,               /* command table */
     register_hooks,     /* set up other request processing hooks */
     AP_MODULE_FLAG_NONE /* flags */

@@ -12,9 +12,9 @@
 #include <apr_strings.h>
 
 struct beacon_balancer {
-    beacon_workers *w;
+    beacon_worker_balancer *w;
     beacon_registry *registry;
-    beacon_slots *slots;       /* its reserved slots (slots=) */
+    beacon_slots_reserved *slots;       /* its reserved slots (slots=) */
     beacon_member_policy policy;
     const char *name; /* balancer://name, for log lines */
     server_rec *s;

@@ -12,66 +12,66 @@
 #include <apr_strings.h>
 #include <http_core.h>
 
-beacon_server_conf *beacon_conf(const server_rec *s)
+beacon_server_conf *beacon_config_of(const server_rec *s)
 {
     return ap_get_module_config(s->module_config, &proxy_beacon_module);
 }
 
-beacon_server_conf *beacon_role_conf(const server_rec *s,
-                                     const server_rec *main_s)
+beacon_server_conf *beacon_config_role(const server_rec *s,
+                                       const server_rec *main_s)
 {
-    beacon_server_conf *conf = beacon_conf(s);
+    beacon_server_conf *conf = beacon_config_of(s);
 
-    return s == main_s || conf != beacon_conf(main_s) ? conf : NULL;
+    return s == main_s || conf != beacon_config_of(main_s) ? conf : NULL;
 }
 
-int beacon_balancer_count(const beacon_server_conf *conf)
+int beacon_config_balancer_count(const beacon_server_conf *conf)
 {
     return conf->balancers ? conf->balancers->nelts : 0;
 }
 
-const beacon_balancer_conf *beacon_balancer_at(const beacon_server_conf *conf,
-                                               int i)
+const beacon_balancer_conf *beacon_config_balancer_at(const beacon_server_conf *conf,
+                                                      int i)
 {
     return &((const beacon_balancer_conf *)conf->balancers->elts)[i];
 }
 
-const char *beacon_balancer_service(const beacon_server_conf *conf, int i)
+const char *beacon_config_balancer_service(const beacon_server_conf *conf, int i)
 {
-    const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
+    const beacon_balancer_conf *bc = beacon_config_balancer_at(conf, i);
 
     return bc->service ? bc->service
-                       : beacon_balancer_count(conf) == 1 ? conf->service : NULL;
+                       : beacon_config_balancer_count(conf) == 1 ? conf->service : NULL;
 }
 
-unsigned beacon_balancer_capacity(const beacon_balancer_conf *bc)
+unsigned beacon_config_balancer_capacity(const beacon_balancer_conf *bc)
 {
     return BEACON_TABLE_CAPACITY + (bc ? (unsigned)bc->slots : 0);
 }
 
-unsigned beacon_receiver_slots(const beacon_server_conf *conf)
+unsigned beacon_config_receiver_slots(const beacon_server_conf *conf)
 {
     unsigned slots = 0;
     int i;
 
-    for (i = 0; i < beacon_balancer_count(conf); i++) {
-        slots += (unsigned)beacon_balancer_at(conf, i)->slots;
+    for (i = 0; i < beacon_config_balancer_count(conf); i++) {
+        slots += (unsigned)beacon_config_balancer_at(conf, i)->slots;
     }
     return slots;
 }
 
-const char *beacon_receiver_ring(const beacon_server_conf *conf,
-                                 beacon_ring_t *ring, int *lane,
-                                 int *default_lane)
+const char *beacon_config_receiver_ring(const beacon_server_conf *conf,
+                                        beacon_ring_t *ring, int *lane,
+                                        int *default_lane)
 {
-    int i, n = beacon_balancer_count(conf);
+    int i, n = beacon_config_balancer_count(conf);
     const char *err;
 
     beacon_ring_init(ring, conf->keys, conf->nkeys);
     *default_lane = -1;
     for (i = 0; i < n; i++) {
-        const beacon_balancer_conf *bc = beacon_balancer_at(conf, i);
-        const char *service = beacon_balancer_service(conf, i);
+        const beacon_balancer_conf *bc = beacon_config_balancer_at(conf, i);
+        const char *service = beacon_config_balancer_service(conf, i);
 
         if (service == NULL) {
             *default_lane = i;
@@ -106,7 +106,7 @@ static apr_status_t wipe_keys(void *data)
     for (i = 0; i < BEACON_MAX_KEYS; i++) {
         beacon_key_wipe(&conf->keys[i]);
     }
-    for (b = 0; b < beacon_balancer_count(conf); b++) {
+    for (b = 0; b < beacon_config_balancer_count(conf); b++) {
         beacon_balancer_conf *bc = &((beacon_balancer_conf *)conf->balancers->elts)[b];
 
         for (i = 0; i < BEACON_MAX_KEYS; i++) {
@@ -116,7 +116,7 @@ static apr_status_t wipe_keys(void *data)
     return APR_SUCCESS;
 }
 
-void *beacon_create_server_conf(apr_pool_t *p, server_rec *s)
+void *beacon_config_create_server(apr_pool_t *p, server_rec *s)
 {
     beacon_server_conf *conf = apr_pcalloc(p, sizeof(*conf));
 
@@ -129,7 +129,7 @@ void *beacon_create_server_conf(apr_pool_t *p, server_rec *s)
 /* Roles (listen, balancer, targets, advertise, what a sender announces of
  * itself) belong to the server that names them; the secret and the
  * timings are inherited. */
-void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
+void *beacon_config_merge_server(apr_pool_t *p, void *basev, void *addv)
 {
     beacon_server_conf *base = basev, *add = addv;
     beacon_server_conf *conf = apr_pmemdup(p, add, sizeof(*conf));
@@ -152,13 +152,13 @@ void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     return conf;
 }
 
-void *beacon_create_dir_conf(apr_pool_t *p, char *dir)
+void *beacon_config_create_dir(apr_pool_t *p, char *dir)
 {
     (void)dir;
     return apr_pcalloc(p, sizeof(beacon_dir_conf));
 }
 
-void *beacon_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+void *beacon_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
 {
     beacon_dir_conf *base = basev, *add = addv;
     beacon_dir_conf *conf = apr_pmemdup(p, add, sizeof(*conf));
@@ -169,7 +169,7 @@ void *beacon_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     return conf;
 }
 
-int beacon_status_shows_all(const request_rec *r)
+int beacon_config_status_shows_all(const request_rec *r)
 {
     const beacon_dir_conf *conf =
         ap_get_module_config(r->per_dir_config, &proxy_beacon_module);
@@ -179,7 +179,7 @@ int beacon_status_shows_all(const request_rec *r)
 
 static beacon_server_conf *cmd_conf(cmd_parms *cmd)
 {
-    return beacon_conf(cmd->server);
+    return beacon_config_of(cmd->server);
 }
 
 /* ------------------------------------------------------------------ */
@@ -237,7 +237,7 @@ static interval_directive timeout_of_receiver = {
     APR_OFFSETOF(beacon_server_conf, timeout), 1, 366 * DAY, "a year"};
 static interval_directive max_skew_of_receiver = {
     APR_OFFSETOF(beacon_server_conf, max_skew), 0, DAY, "a day"};
-apr_interval_time_t beacon_forget_interval(const beacon_server_conf *conf)
+apr_interval_time_t beacon_config_forget_interval(const beacon_server_conf *conf)
 {
     apr_interval_time_t longer;
 
@@ -682,7 +682,7 @@ static const char *set_slots(beacon_balancer_conf *bc, const char *v)
 {
     apr_int64_t n;
 
-    if (!beacon_whole_number(v, 1, BEACON_SLOTS_MAX, &n)) {
+    if (!beacon_params_whole_number(v, 1, BEACON_SLOTS_MAX, &n)) {
         return "expects a number of slots from 1 to " DECIMAL(BEACON_SLOTS_MAX);
     }
     bc->slots = (int)n;
@@ -753,8 +753,8 @@ static const char *set_balancer(cmd_parms *cmd, void *dummy, int argc,
         return "ProxyBeaconBalancer: expects a balancer name, e.g. 'cluster' "
                "or 'balancer://cluster'";
     }
-    for (i = 0; i < beacon_balancer_count(conf); i++) {
-        if (strcmp(beacon_balancer_at(conf, i)->name, name) == 0) {
+    for (i = 0; i < beacon_config_balancer_count(conf); i++) {
+        if (strcmp(beacon_config_balancer_at(conf, i)->name, name) == 0) {
             return apr_psprintf(cmd->pool, "ProxyBeaconBalancer: balancer://%s "
                                 "is named twice in this server", name);
         }

@@ -63,7 +63,7 @@ typedef struct {
     apr_array_header_t *balancers; /* beacon_balancer_conf; NULL: log-only */
     beacon_interval timeout;      /* 0 = add-only */
     beacon_interval max_skew;
-    beacon_interval forget;       /* 0 = never; see beacon_forget_interval */
+    beacon_interval forget;       /* 0 = never; see beacon_config_forget_interval */
     beacon_member_params *member_params; /* ProxyBeaconMemberParams, or NULL */
     beacon_reach_t *allow;        /* ProxyBeaconAllow, or NULL: the defaults
                                    * (beacon_reach_t); inherited */
@@ -88,17 +88,17 @@ typedef struct {
     const char *where;            /* "file:line" of the role directive */
 } beacon_server_conf;
 
-beacon_server_conf *beacon_conf(const server_rec *s);
+beacon_server_conf *beacon_config_of(const server_rec *s);
 
 /* The receiver's ProxyBeaconBalancer lines, and line i of them. */
-int beacon_balancer_count(const beacon_server_conf *conf);
-const beacon_balancer_conf *beacon_balancer_at(const beacon_server_conf *conf,
-                                               int i);
+int beacon_config_balancer_count(const beacon_server_conf *conf);
+const beacon_balancer_conf *beacon_config_balancer_at(const beacon_server_conf *conf,
+                                                      int i);
 
 /* The service of balancer i: its service=, else, for a receiver's only
  * balancer, ProxyBeaconService (what that directive always meant); NULL:
  * the balancer of the announcements that name no service. */
-const char *beacon_balancer_service(const beacon_server_conf *conf, int i);
+const char *beacon_config_balancer_service(const beacon_server_conf *conf, int i);
 
 /*
  * The key ring a receiver verifies with (wire format 1.2): its
@@ -108,9 +108,9 @@ const char *beacon_balancer_service(const beacon_server_conf *conf, int i);
  * without svc= is a wrong service). lane has room for every balancer.
  * NULL, or what the ring refused.
  */
-const char *beacon_receiver_ring(const beacon_server_conf *conf,
-                                 beacon_ring_t *ring, int *lane,
-                                 int *default_lane);
+const char *beacon_config_receiver_ring(const beacon_server_conf *conf,
+                                        beacon_ring_t *ring, int *lane,
+                                        int *default_lane);
 
 /* slots= bounds: a balancer reserves 1 to BEACON_SLOTS_MAX, a receiver
  * BEACON_RECEIVER_SLOTS_MAX in all (its tables are sized from them). */
@@ -130,14 +130,14 @@ const char *beacon_receiver_ring(const beacon_server_conf *conf,
  * slots= is never this one's to hold, so each is sized by what it can
  * hold and a slot costs the same however many services share the
  * receiver. */
-unsigned beacon_balancer_capacity(const beacon_balancer_conf *bc);
+unsigned beacon_config_balancer_capacity(const beacon_balancer_conf *bc);
 
 /* The slots= of a receiver's balancers, in all. */
-unsigned beacon_receiver_slots(const beacon_server_conf *conf);
+unsigned beacon_config_receiver_slots(const beacon_server_conf *conf);
 
 /* ProxyBeaconForget as set, else its default: an hour, or longer than the
  * lease plus twice the skew window when those are longer. */
-apr_interval_time_t beacon_forget_interval(const beacon_server_conf *conf);
+apr_interval_time_t beacon_config_forget_interval(const beacon_server_conf *conf);
 
 /*
  * The configuration of s if s has a role of its own to play: NULL for a
@@ -145,8 +145,8 @@ apr_interval_time_t beacon_forget_interval(const beacon_server_conf *conf);
  * hands the main server's configuration itself (roles included; roles are
  * never inherited).
  */
-beacon_server_conf *beacon_role_conf(const server_rec *s,
-                                     const server_rec *main_s);
+beacon_server_conf *beacon_config_role(const server_rec *s,
+                                       const server_rec *main_s);
 
 /* Per directory: what the beacon-status handler shows there. */
 typedef struct {
@@ -158,13 +158,13 @@ typedef struct {
 #define BEACON_SCOPE_SERVER 2  /* those of every virtual host */
 
 /* Whether the status page at r shows every virtual host's receivers. */
-int beacon_status_shows_all(const request_rec *r);
+int beacon_config_status_shows_all(const request_rec *r);
 
 /* For the module record. */
 extern const command_rec beacon_cmds[];
-void *beacon_create_server_conf(apr_pool_t *p, server_rec *s);
-void *beacon_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
-void *beacon_create_dir_conf(apr_pool_t *p, char *dir);
-void *beacon_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
+void *beacon_config_create_server(apr_pool_t *p, server_rec *s);
+void *beacon_config_merge_server(apr_pool_t *p, void *basev, void *addv);
+void *beacon_config_create_dir(apr_pool_t *p, char *dir);
+void *beacon_config_merge_dir(apr_pool_t *p, void *basev, void *addv);
 
 #endif /* MOD_PROXY_BEACON_CONFIG_H */

@@ -221,7 +221,7 @@ void beacon_inbox_drain(beacon_inbox *in, beacon_datagram_fn *fn, void *ctx,
 /* ------------------------------------------------------------------ */
 /* The parent's sockets                                                */
 
-beacon_kept_sockets *beacon_kept_begin(apr_pool_t *process_pool)
+beacon_kept_sockets *beacon_inbox_kept_begin(apr_pool_t *process_pool)
 {
     beacon_kept_sockets *k = NULL;
     kept_socket *ks;
@@ -243,8 +243,8 @@ static int same_host(const char *a, const char *b)
     return a == NULL ? b == NULL : b != NULL && !strcmp(a, b);
 }
 
-apr_socket_t *beacon_kept_claim(beacon_kept_sockets *k, const char *host,
-                                apr_port_t port)
+apr_socket_t *beacon_inbox_kept_claim(beacon_kept_sockets *k, const char *host,
+                                      apr_port_t port)
 {
     kept_socket *ks;
 
@@ -257,7 +257,7 @@ apr_socket_t *beacon_kept_claim(beacon_kept_sockets *k, const char *host,
     return NULL;
 }
 
-void beacon_kept_release(beacon_kept_sockets *k, server_rec *s)
+void beacon_inbox_kept_release(beacon_kept_sockets *k, server_rec *s)
 {
     kept_socket **at = &k->list;
 
@@ -277,9 +277,9 @@ void beacon_kept_release(beacon_kept_sockets *k, server_rec *s)
     }
 }
 
-apr_socket_t *beacon_kept_open(beacon_kept_sockets *k, server_rec *s,
-                               const char *host, apr_port_t port,
-                               const char *label)
+apr_socket_t *beacon_inbox_kept_open(beacon_kept_sockets *k, server_rec *s,
+                                     const char *host, apr_port_t port,
+                                     const char *label)
 {
     apr_pool_t *p;
     kept_socket *ks;
@@ -310,8 +310,8 @@ apr_socket_t *beacon_kept_open(beacon_kept_sockets *k, server_rec *s,
     return ks->sock;
 }
 
-const char *beacon_peer_label(apr_pool_t *p, const struct sockaddr *peer,
-                              socklen_t len)
+const char *beacon_inbox_peer_label(apr_pool_t *p, const struct sockaddr *peer,
+                                    socklen_t len)
 {
     char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
 

@@ -26,7 +26,7 @@ typedef void beacon_datagram_fn(void *ctx, const char *buf, apr_size_t len,
 
 /* In the watchdog owner: an inbox for host (NULL: every address) and
  * port, with label ("addr:port") for its log lines; memory from p. kept
- * is the socket the parent bound for it (beacon_kept_open), or NULL: the
+ * is the socket the parent bound for it (beacon_inbox_kept_open), or NULL: the
  * inbox then binds one itself. */
 beacon_inbox *beacon_inbox_make(apr_pool_t *p, server_rec *s,
                                 const char *host, apr_port_t port,
@@ -59,24 +59,24 @@ void beacon_inbox_drain(beacon_inbox *in, beacon_datagram_fn *fn, void *ctx,
  */
 typedef struct beacon_kept_sockets beacon_kept_sockets;
 
-beacon_kept_sockets *beacon_kept_begin(apr_pool_t *process_pool);
+beacon_kept_sockets *beacon_inbox_kept_begin(apr_pool_t *process_pool);
 
 /* The kept socket bound to host:port, claimed now, or NULL. */
-apr_socket_t *beacon_kept_claim(beacon_kept_sockets *k, const char *host,
-                                apr_port_t port);
+apr_socket_t *beacon_inbox_kept_claim(beacon_kept_sockets *k, const char *host,
+                                      apr_port_t port);
 
-/* Closes every kept socket not claimed since beacon_kept_begin (logged
+/* Closes every kept socket not claimed since beacon_inbox_kept_begin (logged
  * on s). */
-void beacon_kept_release(beacon_kept_sockets *k, server_rec *s);
+void beacon_inbox_kept_release(beacon_kept_sockets *k, server_rec *s);
 
 /* A socket bound to host:port now, kept and claimed; NULL when it cannot
  * be bound (logged: the inbox then binds it in the owner). */
-apr_socket_t *beacon_kept_open(beacon_kept_sockets *k, server_rec *s,
-                               const char *host, apr_port_t port,
-                               const char *label);
+apr_socket_t *beacon_inbox_kept_open(beacon_kept_sockets *k, server_rec *s,
+                                     const char *host, apr_port_t port,
+                                     const char *label);
 
 /* "[addr]:port" or "addr:port" of a peer, for log lines. */
-const char *beacon_peer_label(apr_pool_t *p, const struct sockaddr *peer,
-                              socklen_t len);
+const char *beacon_inbox_peer_label(apr_pool_t *p, const struct sockaddr *peer,
+                                    socklen_t len);
 
 #endif /* MOD_PROXY_BEACON_INBOX_H */

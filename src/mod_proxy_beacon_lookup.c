@@ -67,8 +67,8 @@ static void report(name_lookup *nl, const beacon_fanout_name_t *name,
                      "the first %d only", name->spec, BEACON_FANOUT_MAX_ADDRS,
                      BEACON_FANOUT_MAX_ADDRS);
     }
-    if (change->kept && beacon_rate_allows(&nl->kept_log, apr_time_now(),
-                                           KEPT_LOG_EVERY, &suppressed)) {
+    if (change->kept && beacon_util_rate_allows(&nl->kept_log, apr_time_now(),
+                                                KEPT_LOG_EVERY, &suppressed)) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, name->last_error, s,
                      BCNLOGNO(00109) "cannot resolve %s (%u time%s in a "
                      "row): still announcing to its last %u address%s, for "
@@ -76,7 +76,7 @@ static void report(name_lookup *nl, const beacon_fanout_name_t *name,
                      name->failed_rounds, name->failed_rounds == 1 ? "" : "s",
                      name->naddrs, name->naddrs == 1 ? "" : "es",
                      BEACON_FANOUT_KEEP_ROUNDS,
-                     beacon_held_back(p, suppressed));
+                     beacon_util_held_back(p, suppressed));
     }
     if (change->lost) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, name->last_error, s,
@@ -119,7 +119,7 @@ static void *APR_THREAD_FUNC lookup_thread(apr_thread_t *thread, void *data)
     beacon_lookup_t *found;
     apr_time_t due = apr_time_now();
 
-    beacon_block_stop_signals();
+    beacon_util_block_stop_signals();
     if (apr_pool_create(&scratch, apr_thread_pool_get(thread)) != APR_SUCCESS) {
         return NULL;
     }
@@ -153,7 +153,7 @@ static apr_status_t start_one(beacon_fanout_guard *g, unsigned index)
     return beacon_lookup_thread_start(p, lookup_thread, nl);
 }
 
-void beacon_lookups_start(beacon_fanout_guard *g)
+void beacon_lookup_start_all(beacon_fanout_guard *g)
 {
     unsigned i;
 

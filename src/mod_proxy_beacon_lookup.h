@@ -32,6 +32,6 @@ typedef struct {
  * their next turn once g->stopped is set. A name whose thread cannot start
  * is logged and never looked up.
  */
-void beacon_lookups_start(beacon_fanout_guard *g);
+void beacon_lookup_start_all(beacon_fanout_guard *g);
 
 #endif /* MOD_PROXY_BEACON_LOOKUP_H */

@@ -49,17 +49,17 @@ static void report_second_copy(beacon_receiver *r, const beacon_event_t *ev,
 {
     unsigned suppressed;
 
-    if (beacon_rate_allows(&r->second_copy_log, now, BEACON_LOG_EVERY,
-                           &suppressed)) {
+    if (beacon_util_rate_allows(&r->second_copy_log, now, BEACON_LOG_EVERY,
+                                &suppressed)) {
         /* BCN00020's words first: operators grep for "replayed/reordered
          * ts" (the seed's troubleshooting table), then why it is harmless */
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, r->s, BCNLOGNO(00113)
                      "%s: dropped datagram from %s: %s %s: a second copy of "
                      "the announcement last accepted, the same ts again (a "
                      "sender that reaches this proxy at two addresses)%s",
-                     r->label, beacon_peer_label(p, peer, peer_len),
-                     beacon_drop_name(BEACON_DROP_REPLAYED_TS), ev->url,
-                     beacon_held_back(p, suppressed));
+                     r->label, beacon_inbox_peer_label(p, peer, peer_len),
+                     beacon_shm_drop_name(BEACON_DROP_REPLAYED_TS), ev->url,
+                     beacon_util_held_back(p, suppressed));
     }
 }
 
@@ -107,8 +107,8 @@ static const char *not_allowed_detail(const beacon_receiver *r,
                                   : "";
 
     return apr_pstrcat(p, " ", ev->url, ": ", ev->refusal,
-                       beacon_refused_by(p, gate_of(r, peer, &gate),
-                                         ev->refused_by_balancer, balancer),
+                       beacon_util_refused_by(p, gate_of(r, peer, &gate),
+                                              ev->refused_by_balancer, balancer),
                        NULL);
 }
 
@@ -125,8 +125,8 @@ static void report_drop(beacon_receiver *r, unsigned drop,
         report_second_copy(r, ev, peer, peer_len, now, p);
         return;
     }
-    if (!beacon_rate_allows(&r->drop_log[drop], now, BEACON_LOG_EVERY,
-                            &suppressed)) {
+    if (!beacon_util_rate_allows(&r->drop_log[drop], now, BEACON_LOG_EVERY,
+                                 &suppressed)) {
         return;
     }
     if (drop == BEACON_DROP_UNACCEPTABLE_URL) {
@@ -159,8 +159,8 @@ static void report_drop(beacon_receiver *r, unsigned drop,
     }
     ap_log_error(APLOG_MARK, APLOG_WARNING, 0, r->s, BCNLOGNO(00020)
                  "%s: dropped datagram from %s: %s%s%s", r->label,
-                 beacon_peer_label(p, peer, peer_len), beacon_drop_name(drop),
-                 detail, beacon_held_back(p, suppressed));
+                 beacon_inbox_peer_label(p, peer, peer_len), beacon_shm_drop_name(drop),
+                 detail, beacon_util_held_back(p, suppressed));
 }
 
 /* ------------------------------------------------------------------ */
@@ -173,8 +173,8 @@ static void log_no_slot(beacon_receiver *r, const beacon_record_t *rec,
 {
     unsigned suppressed;
 
-    if (!beacon_rate_allows(&r->no_slot_log, now, BEACON_LOG_EVERY,
-                            &suppressed)) {
+    if (!beacon_util_rate_allows(&r->no_slot_log, now, BEACON_LOG_EVERY,
+                                 &suppressed)) {
         return;
     }
     if (ready_at != 0) {
@@ -183,7 +183,7 @@ static void log_no_slot(beacon_receiver *r, const beacon_record_t *rec,
                      "balancer://%s: its growth is used up, and a member out "
                      "of rotation becomes safe to reuse then%s", rec->url,
                      apr_time_sec(ready_at - now + APR_USEC_PER_SEC - 1),
-                     r->bal->name, beacon_held_back(p, suppressed));
+                     r->bal->name, beacon_util_held_back(p, suppressed));
         return;
     }
     ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00037)
@@ -193,7 +193,7 @@ static void log_no_slot(beacon_receiver *r, const beacon_record_t *rec,
                  "ProxyBeaconBalancer line); retrying in %"
                  APR_TIME_T_FMT " s%s", rec->url, r->bal->name,
                  apr_time_sec(rec->retry_at - now + APR_USEC_PER_SEC - 1),
-                 beacon_held_back(p, suppressed));
+                 beacon_util_held_back(p, suppressed));
 }
 
 /* Announcements repeat what failed: one line per receiver per
@@ -211,8 +211,8 @@ static void add_failed(beacon_receiver *r, beacon_record_t *rec,
         return;
     }
     beacon_table_add_failed(rec, now);
-    if (!beacon_rate_allows(&r->add_fail_log, now, BEACON_LOG_EVERY,
-                            &suppressed)) {
+    if (!beacon_util_rate_allows(&r->add_fail_log, now, BEACON_LOG_EVERY,
+                                 &suppressed)) {
         return;
     }
     ap_log_error(APLOG_MARK, APLOG_ERR, 0, r->s, BCNLOGNO(00033)
@@ -223,7 +223,7 @@ static void add_failed(beacon_receiver *r, beacon_record_t *rec,
                  ap_escape_logitem(p, rec->url), r->bal->name,
                  info->why ? ": " : "",
                  info->why ? ap_escape_logitem(p, info->why) : "",
-                 apr_time_sec(rec->backoff), beacon_held_back(p, suppressed));
+                 apr_time_sec(rec->backoff), beacon_util_held_back(p, suppressed));
 }
 
 /* What came of an add, in the table and the log. */
@@ -400,7 +400,7 @@ static void rebuild(beacon_receiver *l, apr_pool_t *p)
     apr_pool_t *build;
 
     apr_pool_create(&build, p);
-    beacon_route_table_publish(l->routes, build);
+    beacon_routes_table_publish(l->routes, build);
     apr_pool_destroy(build);
     l->routes_dirty = 0;
 }
@@ -535,7 +535,7 @@ static void publish(beacon_receiver *r, apr_time_t now)
         return;
     }
     r->published = now;
-    beacon_status_write_begin(sh);
+    beacon_shm_status_write_begin(sh);
     for (i = 0; i < beacon_table_capacity(r->table); i++) {
         const beacon_record_t *rec = &r->table->rec[i];
         beacon_status_record *out;
@@ -551,7 +551,7 @@ static void publish(beacon_receiver *r, apr_time_t now)
         out->retry_at = rec->retry_at;
         out->state = rec->state;
     }
-    beacon_status_write_end(sh, n);
+    beacon_shm_status_write_end(sh, n);
     r->dirty = 0;
 }
 

@@ -126,7 +126,7 @@ static void print_listening(const scrape *s)
            "0 never evicts.");
     for (i = 0; i < s->nrx; i++) {
         sample(s->r, "beacon_receiver_timeout_seconds", s->rx_labels[i],
-               seconds(s->r->pool, beacon_seconds(s->rx[i].v->conf->timeout.value)));
+               seconds(s->r->pool, beacon_view_seconds(s->rx[i].v->conf->timeout.value)));
     }
 }
 
@@ -290,7 +290,7 @@ static void print_dropped(const scrape *s)
         for (k = 1; k < BEACON_DROP_COUNT; k++) {
             sample(s->r, "beacon_datagrams_dropped_total",
                    apr_pstrcat(p, s->rx_labels[i], ",",
-                               label(p, "reason", beacon_drop_id(k)), NULL),
+                               label(p, "reason", beacon_shm_drop_id(k)), NULL),
                    count(p, s->rx[i].v->shared->dropped[k]));
         }
     }

@@ -32,8 +32,8 @@ typedef const char *(*param_rule)(proxy_worker_shared *w, const char *v);
 /* ------------------------------------------------------------------ */
 /* Values                                                              */
 
-int beacon_whole_number(const char *v, apr_int64_t min, apr_int64_t max,
-                        apr_int64_t *out)
+int beacon_params_whole_number(const char *v, apr_int64_t min, apr_int64_t max,
+                               apr_int64_t *out)
 {
     char *end;
 
@@ -96,7 +96,7 @@ static const char *seconds(const char *v, apr_int64_t min,
 {
     apr_int64_t n;
 
-    if (!beacon_whole_number(v, min, A_DAY_S, &n)) {
+    if (!beacon_params_whole_number(v, min, A_DAY_S, &n)) {
         return min ? "must be a whole number of seconds, 1 to 86400"
                    : "must be a whole number of seconds, 0 to 86400";
     }
@@ -138,7 +138,7 @@ static const char *set_count(int *field, const char *v)
 {
     apr_int64_t n;
 
-    if (!beacon_whole_number(v, 0, 1000000, &n)) {
+    if (!beacon_params_whole_number(v, 0, 1000000, &n)) {
         return "must be a whole number, 0 or more";
     }
     *field = (int)n;
@@ -234,7 +234,7 @@ static const char *set_flushwait(proxy_worker_shared *w, const char *v)
 {
     apr_int64_t n;
 
-    if (!beacon_whole_number(v, 0, 1000, &n)) {
+    if (!beacon_params_whole_number(v, 0, 1000, &n)) {
         return "must be a whole number of milliseconds, 0 to 1000";
     }
     w->flush_wait = n ? (int)n * 1000 : PROXY_FLUSH_WAIT;
@@ -245,7 +245,7 @@ static const char *set_lbset(proxy_worker_shared *w, const char *v)
 {
     apr_int64_t n;
 
-    if (!beacon_whole_number(v, 0, 99, &n)) {
+    if (!beacon_params_whole_number(v, 0, 99, &n)) {
         return "must be a whole number, 0 to 99";
     }
     w->lbset = (int)n;

@@ -17,8 +17,8 @@ typedef struct beacon_member_params beacon_member_params;
 
 /* Whether v is a whole decimal number in [min, max], into *out (atoi
  * would take "5x" as 5). */
-int beacon_whole_number(const char *v, apr_int64_t min, apr_int64_t max,
-                        apr_int64_t *out);
+int beacon_params_whole_number(const char *v, apr_int64_t min, apr_int64_t max,
+                               apr_int64_t *out);
 
 /*
  * Adds one "key=value" to *params (made from p when NULL); NULL, or an

@@ -117,10 +117,10 @@ static const char *registry_key(apr_pool_t *p, const beacon_receiver *r)
 static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
 {
     beacon_member_policy policy = {r->conf->timeout.value,
-                                   beacon_forget_interval(r->conf),
+                                   beacon_config_forget_interval(r->conf),
                                    2 * r->conf->max_skew.value,
                                    r->conf->member_params, r->bal->slots,
-                                   beacon_balancer_capacity(r->bal),
+                                   beacon_config_balancer_capacity(r->bal),
                                    {r->conf->allow, r->bal->allow, NULL},
                                    r->bal->contexts};
     int restored, forgotten;
@@ -158,17 +158,18 @@ static void warn_short_timeout(const beacon_receiver *r)
  * records, and with a balancer its registry and claims. */
 static apr_size_t lane_shm(unsigned capacity, int balancer)
 {
-    return beacon_status_size(capacity) +
+    return beacon_shm_status_size(capacity) +
            (balancer ? beacon_registry_bytes(capacity) : 0);
 }
 
 apr_size_t beacon_receiver_shm(const beacon_server_conf *conf)
 {
-    int i, n = beacon_balancer_count(conf);
-    apr_size_t bytes = n ? 0 : lane_shm(beacon_balancer_capacity(NULL), 0);
+    int i, n = beacon_config_balancer_count(conf);
+    apr_size_t bytes = n ? 0 : lane_shm(beacon_config_balancer_capacity(NULL), 0);
 
     for (i = 0; i < n; i++) {
-        bytes += lane_shm(beacon_balancer_capacity(beacon_balancer_at(conf, i)), 1);
+        bytes += lane_shm(beacon_config_balancer_capacity(
+                              beacon_config_balancer_at(conf, i)), 1);
     }
     return bytes;
 }
@@ -185,15 +186,15 @@ static beacon_receiver *make_lane(apr_pool_t *pconf, beacon_receiver *l, int i)
     r->bind_port = l->bind_port;
     r->label = l->label;
     r->listener = l;
-    if (beacon_balancer_count(l->conf) > 0) {
-        r->bal = beacon_balancer_at(l->conf, i);
-        r->service = beacon_balancer_service(l->conf, i);
+    if (beacon_config_balancer_count(l->conf) > 0) {
+        r->bal = beacon_config_balancer_at(l->conf, i);
+        r->service = beacon_config_balancer_service(l->conf, i);
     }
     else {
         r->service = l->conf->service;
     }
-    capacity = beacon_balancer_capacity(r->bal);
-    r->shared = beacon_status_create(pconf, r->s, capacity);
+    capacity = beacon_config_balancer_capacity(r->bal);
+    r->shared = beacon_shm_status_create(pconf, r->s, capacity);
     if (r->bal) {
         /* what memory grows with is the operator's to see: slots= */
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, r->s, BCNLOGNO(00210)
@@ -224,9 +225,9 @@ static apr_status_t open_routes(apr_pool_t *pconf, beacon_receiver *l)
         lanes[i].name = bal->name;
         lanes[i].contexts = bal->contexts;
         lanes[i].target = l->lanes[i]->target;
-        lanes[i].entries = beacon_balancer_capacity(bal);
+        lanes[i].entries = beacon_config_balancer_capacity(bal);
     }
-    l->routes = beacon_route_table_open(pconf, l->s, l->label, lanes, l->nlanes,
+    l->routes = beacon_routes_table_open(pconf, l->s, l->label, lanes, l->nlanes,
                                    &failed);
     l->conf->routes = l->routes;
     return failed ? APR_EGENERAL : APR_SUCCESS;
@@ -247,12 +248,13 @@ static beacon_receiver *make_listener(apr_pool_t *pconf, server_rec *s,
     /* check_config made sure there is a port */
     beacon_receiver_address(pconf, s, conf, &l->bind_host, &l->bind_port);
     l->label = beacon_receiver_label(pconf, l->bind_host, l->bind_port);
-    l->nlanes = beacon_balancer_count(conf) > 0 ? beacon_balancer_count(conf) : 1;
+    l->nlanes = beacon_config_balancer_count(conf) > 0
+                    ? beacon_config_balancer_count(conf) : 1;
     l->lanes = apr_pcalloc(pconf, sizeof(beacon_receiver *) * (apr_size_t)l->nlanes);
     l->lane_of = apr_pcalloc(pconf, sizeof(int) * (apr_size_t)l->nlanes);
     l->ring = apr_palloc(pconf, sizeof(*l->ring));
-    if ((err = beacon_receiver_ring(conf, l->ring, l->lane_of,
-                                    &l->default_lane)) != NULL) {
+    if ((err = beacon_config_receiver_ring(conf, l->ring, l->lane_of,
+                                           &l->default_lane)) != NULL) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00144)
                      "the receiver of udp %s cannot verify its services: %s",
                      l->label, err);
@@ -280,26 +282,26 @@ static beacon_receiver *make_listener(apr_pool_t *pconf, server_rec *s,
  */
 static void keep_sockets(apr_pool_t *process_pool, server_rec *main_s)
 {
-    beacon_kept_sockets *kept = beacon_kept_begin(process_pool);
+    beacon_kept_sockets *kept = beacon_inbox_kept_begin(process_pool);
     beacon_receiver *r;
 
     for (r = receivers; r; r = r->next) {
         if (r->listener == r) {
-            r->sock = beacon_kept_claim(kept, r->bind_host, r->bind_port);
+            r->sock = beacon_inbox_kept_claim(kept, r->bind_host, r->bind_port);
         }
     }
-    beacon_kept_release(kept, main_s);
+    beacon_inbox_kept_release(kept, main_s);
     for (r = receivers; r; r = r->next) {
         if (r->listener == r && r->sock == NULL) {
-            r->sock = beacon_kept_open(kept, r->s, r->bind_host, r->bind_port,
-                                       r->label);
+            r->sock = beacon_inbox_kept_open(kept, r->s, r->bind_host, r->bind_port,
+                                             r->label);
         }
     }
 }
 
 static apr_status_t register_watchdog(apr_pool_t *pconf, server_rec *s);
 
-apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
+apr_status_t beacon_receiver_post_config(apr_pool_t *pconf, server_rec *main_s)
 {
     apr_pool_t *process_pool = main_s->process->pool; /* outlives pconf */
     beacon_receiver **tail = &receivers;
@@ -308,7 +310,7 @@ apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *main_s)
     receivers = NULL;
     receiver_count = 0;
     for (s = main_s; s; s = s->next) {
-        beacon_server_conf *conf = beacon_role_conf(s, main_s);
+        beacon_server_conf *conf = beacon_config_role(s, main_s);
 
         if (conf == NULL || !conf->listen_set) {
             continue;
@@ -358,7 +360,7 @@ static apr_status_t keep_at_stop(void *data)
     return APR_SUCCESS;
 }
 
-void beacon_receivers_keep_at_stop(apr_pool_t *pconf)
+void beacon_receiver_keep_at_stop(apr_pool_t *pconf)
 {
     stop_keeper *k;
 
@@ -384,7 +386,7 @@ static int should_stop(void)
 {
     int state = AP_MPMQ_STOPPING;
 
-    return stop_requested || beacon_generation_replaced() ||
+    return stop_requested || beacon_util_generation_replaced() ||
            ap_mpm_query(AP_MPMQ_MPM_STATE, &state) != APR_SUCCESS ||
            state == AP_MPMQ_STOPPING;
 }
@@ -555,7 +557,7 @@ static apr_status_t watchdog_callback(int state, void *data, apr_pool_t *tick)
     (void)data;
     switch (state) {
     case AP_WATCHDOG_STATE_STARTING:
-        beacon_block_stop_signals();
+        beacon_util_block_stop_signals();
         owner_since = apr_time_now();
         break;
     case AP_WATCHDOG_STATE_RUNNING:
@@ -581,8 +583,8 @@ static apr_status_t watchdog_callback(int state, void *data, apr_pool_t *tick)
 
 static apr_status_t register_watchdog(apr_pool_t *pconf, server_rec *s)
 {
-    apr_status_t rv = beacon_watchdog_start(pconf, WATCHDOG_NAME, WAIT_CAP,
-                                            NULL, watchdog_callback);
+    apr_status_t rv = beacon_util_watchdog_start(pconf, WATCHDOG_NAME, WAIT_CAP,
+                                                 NULL, watchdog_callback);
 
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, BCNLOGNO(00071)
@@ -613,7 +615,7 @@ static apr_status_t stop_serving(void *data)
     return APR_SUCCESS;
 }
 
-void beacon_receivers_child_init(apr_pool_t *pchild)
+void beacon_receiver_child_init(apr_pool_t *pchild)
 {
     if (receivers) {
         apr_pool_pre_cleanup_register(pchild, NULL, stop_serving);
@@ -626,7 +628,7 @@ void beacon_receivers_child_init(apr_pool_t *pchild)
  * main server's copy, but syncs only its own copy: sync ours on every
  * request so members added elsewhere are reachable from every vhost.
  */
-void beacon_receivers_sync(void)
+void beacon_receiver_sync_all(void)
 {
     beacon_receiver *r;
 

@@ -48,13 +48,13 @@ int beacon_receiver_views(apr_pool_t *p, const server_rec *only,
 apr_size_t beacon_receiver_shm(const beacon_server_conf *conf);
 
 /* Hooks (mod_proxy_beacon.c). */
-apr_status_t beacon_receivers_post_config(apr_pool_t *pconf, server_rec *s);
-void beacon_receivers_child_init(apr_pool_t *pchild);
-void beacon_receivers_sync(void);
+apr_status_t beacon_receiver_post_config(apr_pool_t *pconf, server_rec *s);
+void beacon_receiver_child_init(apr_pool_t *pchild);
+void beacon_receiver_sync_all(void);
 
 /* In post_config, after mod_slotmem_shm's: has the parent take what a
  * restart must give back once more as this generation ends (see
  * beacon_balancer_keep_at_stop). */
-void beacon_receivers_keep_at_stop(apr_pool_t *pconf);
+void beacon_receiver_keep_at_stop(apr_pool_t *pconf);
 
 #endif /* MOD_PROXY_BEACON_RECEIVER_H */

@@ -29,7 +29,7 @@ struct beacon_receiver {
     server_rec *s;
     beacon_server_conf *conf;
     const beacon_balancer_conf *bal; /* NULL in log-only mode */
-    const char *service;       /* its service (beacon_balancer_service) */
+    const char *service;       /* its service (beacon_config_balancer_service) */
     const char *bind_host;     /* NULL: all addresses */
     apr_port_t bind_port;
     const char *label;         /* "addr:port" for log lines */

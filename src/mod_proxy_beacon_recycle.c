@@ -104,7 +104,7 @@ static gate_state slot_gate(beacon_entry *e, const beacon_slot_view *v,
 
 /* The slot of registry entry i when it is a member of the balancer named
  * name, with a look at it; NULL when it is not. */
-static beacon_entry *slot_entry(const beacon_workers *ws,
+static beacon_entry *slot_entry(const beacon_worker_balancer *ws,
                                 const beacon_registry *reg, unsigned i,
                                 const char *name, beacon_slot **slot,
                                 beacon_slot_view *v)
@@ -123,7 +123,7 @@ static beacon_entry *slot_entry(const beacon_workers *ws,
 /* The rename                                                          */
 
 /* Steps after the write-ahead: the slot, then the entry. */
-static void complete(beacon_workers *ws, beacon_entry *e,
+static void complete(beacon_worker_balancer *ws, beacon_entry *e,
                      beacon_slot *slot, const beacon_worker *tmpl)
 {
     if (slot && tmpl) {
@@ -139,7 +139,7 @@ static void complete(beacon_workers *ws, beacon_entry *e,
     e->state = BEACON_ENTRY_MEMBER;
 }
 
-void beacon_recycle_finish_entry(beacon_workers *ws,
+void beacon_recycle_finish_entry(beacon_worker_balancer *ws,
                                  const beacon_registry *reg,
                                  const beacon_member_params *params,
                                  beacon_entry *e, beacon_slot *slot,
@@ -157,7 +157,7 @@ void beacon_recycle_finish_entry(beacon_workers *ws,
                  beacon_worker_balancer_name(ws), e->url);
 }
 
-void beacon_recycle_finish(beacon_workers *ws, const beacon_registry *reg,
+void beacon_recycle_finish(beacon_worker_balancer *ws, const beacon_registry *reg,
                            const beacon_member_params *params, apr_pool_t *p)
 {
     const char *name = beacon_worker_balancer_name(ws);
@@ -175,7 +175,7 @@ void beacon_recycle_finish(beacon_workers *ws, const beacon_registry *reg,
 }
 
 /* The best slot for url: open gates, another origin, silent longest. */
-static beacon_entry *best_slot(const beacon_workers *ws,
+static beacon_entry *best_slot(const beacon_worker_balancer *ws,
                                const beacon_registry *reg,
                                const beacon_worker *tmpl, apr_time_t now,
                                apr_time_t *ready_at, int *drift)
@@ -215,7 +215,7 @@ static beacon_entry *best_slot(const beacon_workers *ws,
     return best;
 }
 
-beacon_slot *beacon_recycle_take(beacon_workers *ws,
+beacon_slot *beacon_recycle_take(beacon_worker_balancer *ws,
                                  const beacon_registry *reg,
                                  const beacon_member_params *params,
                                  const char *url, apr_pool_t *p,
@@ -258,7 +258,7 @@ beacon_slot *beacon_recycle_take(beacon_workers *ws,
     return slot;
 }
 
-int beacon_recycle_count(const beacon_workers *ws, const beacon_registry *reg,
+int beacon_recycle_count(const beacon_worker_balancer *ws, const beacon_registry *reg,
                          apr_time_t now)
 {
     const char *name = beacon_worker_balancer_name(ws);

@@ -22,7 +22,7 @@
  * NULL when none is eligible now, with *ready_at set when one may be
  * later. *recycled (from p) names the url that had the slot.
  */
-beacon_slot *beacon_recycle_take(beacon_workers *ws,
+beacon_slot *beacon_recycle_take(beacon_worker_balancer *ws,
                                   const beacon_registry *reg,
                                   const beacon_member_params *params,
                                   const char *url, apr_pool_t *p,
@@ -30,19 +30,19 @@ beacon_slot *beacon_recycle_take(beacon_workers *ws,
 
 /* Under the balancer's locks: finishes the renames an owner that died
  * left half done (registry entries still RECYCLING). */
-void beacon_recycle_finish(beacon_workers *ws, const beacon_registry *reg,
+void beacon_recycle_finish(beacon_worker_balancer *ws, const beacon_registry *reg,
                            const beacon_member_params *params, apr_pool_t *p);
 
 /* In post_config (no child yet): finishes entry e's rename in its slot,
  * or just the entry when slot is NULL. */
-void beacon_recycle_finish_entry(beacon_workers *ws,
+void beacon_recycle_finish_entry(beacon_worker_balancer *ws,
                                  const beacon_registry *reg,
                                  const beacon_member_params *params,
                                  beacon_entry *e, beacon_slot *slot,
                                  apr_pool_t *p);
 
 /* How many slots could be recycled now. */
-int beacon_recycle_count(const beacon_workers *ws, const beacon_registry *reg,
+int beacon_recycle_count(const beacon_worker_balancer *ws, const beacon_registry *reg,
                          apr_time_t now);
 
 #endif /* MOD_PROXY_BEACON_RECYCLE_H */

@@ -31,14 +31,14 @@ static int is_stale_mark(const beacon_member_policy *policy,
 }
 
 /* Whether e belongs to ws's balancer. */
-static int in_balancer(const beacon_workers *ws, const beacon_entry *e)
+static int in_balancer(const beacon_worker_balancer *ws, const beacon_entry *e)
 {
     return strcmp(e->balancer, beacon_worker_balancer_name(ws)) == 0;
 }
 
 /* The entries of ws's balancer that are members with a slot, one by one:
  * start with *i = 0; NULL when there are no more. */
-static beacon_entry *next_member(const beacon_workers *ws,
+static beacon_entry *next_member(const beacon_worker_balancer *ws,
                                  const beacon_registry *reg, unsigned *i,
                                  beacon_slot **slot)
 {
@@ -53,7 +53,7 @@ static beacon_entry *next_member(const beacon_workers *ws,
     return NULL;
 }
 
-int beacon_restore_keep(const beacon_workers *ws, const beacon_registry *reg,
+int beacon_restore_keep(const beacon_worker_balancer *ws, const beacon_registry *reg,
                         const beacon_member_policy *policy, apr_time_t now,
                         apr_pool_t *p)
 {
@@ -92,7 +92,7 @@ int beacon_restore_keep(const beacon_workers *ws, const beacon_registry *reg,
     return forgotten;
 }
 
-void beacon_restore_keep_at_stop(const beacon_workers *ws,
+void beacon_restore_keep_at_stop(const beacon_worker_balancer *ws,
                                  const beacon_registry *reg)
 {
     beacon_slot *slot;
@@ -106,7 +106,7 @@ void beacon_restore_keep_at_stop(const beacon_workers *ws,
 
 /* e's member is dropped before any child exists: its reserved slot is
  * a placeholder again, any other slot is released. */
-static void drop(beacon_workers *ws, beacon_slots *slots,
+static void drop(beacon_worker_balancer *ws, beacon_slots_reserved *slots,
                  const beacon_entry *e, apr_pool_t *p)
 {
     if (!beacon_slots_give_back(slots, e, p)) {
@@ -125,7 +125,7 @@ static int is_canonical(const char *url)
 }
 
 /* Whether e was restorable by today's rules; NULL (and why) if not. */
-static const char *unsound_entry(const beacon_workers *ws,
+static const char *unsound_entry(const beacon_worker_balancer *ws,
                                  const beacon_entry *e)
 {
     if (!in_balancer(ws, e)) {
@@ -146,7 +146,7 @@ static const char *unsound_entry(const beacon_workers *ws,
  * graceful restart or BalancerPersist (or, reserved, given back to it),
  * else a reserved one, else a new one; NULL (logged) when none can be
  * had. */
-static beacon_slot *slot_for(beacon_workers *ws, beacon_slots *slots,
+static beacon_slot *slot_for(beacon_worker_balancer *ws, beacon_slots_reserved *slots,
                              const beacon_member_params *params,
                              beacon_entry *e, apr_pool_t *p)
 {
@@ -183,7 +183,7 @@ static beacon_slot *slot_for(beacon_workers *ws, beacon_slots *slots,
  * (ProxyBeaconAllow or allow= changed while httpd was stopped): it is not
  * put back, so that a tightened list takes effect with the restart, not
  * with a lease that may never lapse. Logged. */
-static int no_longer_allowed(beacon_workers *ws,
+static int no_longer_allowed(beacon_worker_balancer *ws,
                              const beacon_member_policy *policy,
                              const beacon_entry *e, apr_pool_t *p)
 {
@@ -198,13 +198,13 @@ static int no_longer_allowed(beacon_workers *ws,
                  BCNLOGNO(00157) "not restoring %s in %s: url not allowed: "
                  "%s%s; beacon no longer manages it", e->url,
                  beacon_worker_balancer_name(ws), why,
-                 beacon_refused_by(p, &policy->reach, by_balancer,
-                                   beacon_worker_balancer_name(ws)));
+                 beacon_util_refused_by(p, &policy->reach, by_balancer,
+                                        beacon_worker_balancer_name(ws)));
     return 1;
 }
 
 /* Puts e's member back as it was; 0 when it is not (logged). */
-static int restore_member(beacon_workers *ws, beacon_slots *slots,
+static int restore_member(beacon_worker_balancer *ws, beacon_slots_reserved *slots,
                           const beacon_member_policy *policy, beacon_entry *e,
                           apr_pool_t *p)
 {
@@ -242,7 +242,7 @@ static int restore_member(beacon_workers *ws, beacon_slots *slots,
  * restart takes effect with the restart, as for an announcement. The
  * member stays: its other contexts, and the balancer's own ProxyPass,
  * still reach it. */
-static void narrow_claim(const beacon_workers *ws, const beacon_registry *reg,
+static void narrow_claim(const beacon_worker_balancer *ws, const beacon_registry *reg,
                          const beacon_member_policy *policy, unsigned i,
                          const beacon_entry *e, apr_pool_t *p)
 {
@@ -277,9 +277,9 @@ static void narrow_claim(const beacon_workers *ws, const beacon_registry *reg,
                  *kept ? ap_escape_logitem(p, kept) : "no context");
 }
 
-int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
+int beacon_restore_members(beacon_worker_balancer *ws, const beacon_registry *reg,
                            const beacon_member_policy *policy,
-                           beacon_slots *slots, apr_pool_t *p, int *forgotten)
+                           beacon_slots_reserved *slots, apr_pool_t *p, int *forgotten)
 {
     unsigned i, skipped = beacon_registry_damaged(reg);
     apr_time_t now = apr_time_now();

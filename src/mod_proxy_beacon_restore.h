@@ -39,14 +39,14 @@ typedef struct {
  * else into a growth slot. Returns how many were restored; *forgotten
  * says how many were forgotten.
  */
-int beacon_restore_members(beacon_workers *ws, const beacon_registry *reg,
+int beacon_restore_members(beacon_worker_balancer *ws, const beacon_registry *reg,
                            const beacon_member_policy *policy,
-                           beacon_slots *slots, apr_pool_t *p, int *forgotten);
+                           beacon_slots_reserved *slots, apr_pool_t *p, int *forgotten);
 
 /* Once a second in the owner: keeps the admin's settings of beacon's
  * members, marks those silent past forget (returned: how many were
  * newly forgotten; each logged), and drops stale replay marks. */
-int beacon_restore_keep(const beacon_workers *ws, const beacon_registry *reg,
+int beacon_restore_keep(const beacon_worker_balancer *ws, const beacon_registry *reg,
                         const beacon_member_policy *policy, apr_time_t now,
                         apr_pool_t *p);
 
@@ -54,7 +54,7 @@ int beacon_restore_keep(const beacon_workers *ws, const beacon_registry *reg,
  * the balancer's and the registry's shared memory go: keeps the admin's
  * settings and what backends announced, as they are at that moment, so
  * that no edit of the last second is lost. Allocates and logs nothing. */
-void beacon_restore_keep_at_stop(const beacon_workers *ws,
+void beacon_restore_keep_at_stop(const beacon_worker_balancer *ws,
                                  const beacon_registry *reg);
 
 #endif /* MOD_PROXY_BEACON_RESTORE_H */

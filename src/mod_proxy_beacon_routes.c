@@ -143,8 +143,8 @@ static void report_left_out(const beacon_route_table *rt, const gathered *g,
 
     for (lane = 0; lane < rt->nlanes; lane++) {
         if (g->left_out[lane] == 0 ||
-            !beacon_rate_allows(&rt->full_log[lane], now, BEACON_LOG_EVERY,
-                                &suppressed)) {
+            !beacon_util_rate_allows(&rt->full_log[lane], now, BEACON_LOG_EVERY,
+                                     &suppressed)) {
             continue;
         }
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, rt->s, BCNLOGNO(00200)
@@ -152,7 +152,7 @@ static void report_left_out(const beacon_route_table *rt, const gathered *g,
                      "balancer://%s are not routed: its share of the table "
                      "(%u of %u routes) is full%s", rt->label,
                      g->left_out[lane], rt->lanes[lane].name, rt->share[lane],
-                     BEACON_ROUTES_MAX, beacon_held_back(p, suppressed));
+                     BEACON_ROUTES_MAX, beacon_util_held_back(p, suppressed));
     }
 }
 
@@ -233,7 +233,7 @@ static void report_shares(const beacon_route_table *rt)
     }
 }
 
-beacon_route_table *beacon_route_table_open(apr_pool_t *pconf, server_rec *s,
+beacon_route_table *beacon_routes_table_open(apr_pool_t *pconf, server_rec *s,
                                   const char *label,
                                   const beacon_route_lane *lanes, int n,
                                   int *failed)
@@ -291,7 +291,7 @@ static apr_hash_t *published_set(const beacon_route_table *rt, apr_pool_t *p)
     apr_hash_t *set = apr_hash_make(p);
     beacon_route_view *routes;
     apr_uint32_t generation;
-    int i, n = beacon_route_table_list(rt, p, &routes, &generation);
+    int i, n = beacon_routes_table_list(rt, p, &routes, &generation);
 
     for (i = 0; i < n; i++) {
         apr_hash_set(set, routes[i].context, APR_HASH_KEY_STRING, &rt->lanes[routes[i].lane]);
@@ -305,7 +305,7 @@ static apr_hash_t *published_set(const beacon_route_table *rt, apr_pool_t *p)
  * for every context of the table at every rebuild. */
 #define NAMED_MAX BEACON_CTX_MAX_PATHS
 
-void beacon_route_table_publish(beacon_route_table *rt, apr_pool_t *p)
+void beacon_routes_table_publish(beacon_route_table *rt, apr_pool_t *p)
 {
     apr_hash_t *before = published_set(rt, p);
     beacon_routes_spec_t *specs;
@@ -348,12 +348,12 @@ void beacon_route_table_publish(beacon_route_table *rt, apr_pool_t *p)
     }
 }
 
-const server_rec *beacon_route_table_server(const beacon_route_table *rt)
+const server_rec *beacon_routes_table_server(const beacon_route_table *rt)
 {
     return rt->s;
 }
 
-const char *beacon_route_table_find(const beacon_route_table *rt, const char *path)
+const char *beacon_routes_table_find(const beacon_route_table *rt, const char *path)
 {
     beacon_board_hit_t hit;
 
@@ -365,7 +365,7 @@ const char *beacon_route_table_find(const beacon_route_table *rt, const char *pa
     return rt->url[hit.balancer];
 }
 
-int beacon_route_table_list(const beacon_route_table *rt, apr_pool_t *p,
+int beacon_routes_table_list(const beacon_route_table *rt, apr_pool_t *p,
                        beacon_route_view **routes, apr_uint32_t *generation)
 {
     const void *image = beacon_board_copy(rt->board, apr_palloc(p, rt->capacity),

@@ -30,7 +30,7 @@ typedef struct {
  * from their registries. NULL when none routes contexts, or (logged,
  * *failed set) when shared memory cannot be had.
  */
-beacon_route_table *beacon_route_table_open(apr_pool_t *pconf, server_rec *s,
+beacon_route_table *beacon_routes_table_open(apr_pool_t *pconf, server_rec *s,
                                   const char *label,
                                   const beacon_route_lane *lanes, int n,
                                   int *failed);
@@ -38,14 +38,14 @@ beacon_route_table *beacon_route_table_open(apr_pool_t *pconf, server_rec *s,
 /* In the owner, when a claim changed or a member went: builds the table
  * anew from the registries and publishes it (each context that comes or
  * goes logged at info). */
-void beacon_route_table_publish(beacon_route_table *rt, apr_pool_t *p);
+void beacon_routes_table_publish(beacon_route_table *rt, apr_pool_t *p);
 
 /* The virtual host whose requests the table routes. */
-const server_rec *beacon_route_table_server(const beacon_route_table *rt);
+const server_rec *beacon_routes_table_server(const beacon_route_table *rt);
 
 /* The balancer ("balancer://name") of the longest context that matches
  * the request path path, or NULL. Lock-free, allocates nothing. */
-const char *beacon_route_table_find(const beacon_route_table *rt, const char *path);
+const char *beacon_routes_table_find(const beacon_route_table *rt, const char *path);
 
 /* A context of the table, for the status pages. */
 typedef struct {
@@ -57,7 +57,7 @@ typedef struct {
 
 /* The routes as published (a consistent copy, from p), in the order
  * built; returns how many, *generation the table's. */
-int beacon_route_table_list(const beacon_route_table *rt, apr_pool_t *p,
+int beacon_routes_table_list(const beacon_route_table *rt, apr_pool_t *p,
                        beacon_route_view **routes, apr_uint32_t *generation);
 
 #endif /* MOD_PROXY_BEACON_ROUTES_H */

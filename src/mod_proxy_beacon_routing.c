@@ -43,7 +43,7 @@ static int is_routable(const request_rec *r)
 
 static int route_by_context(request_rec *r)
 {
-    const beacon_route_table *rt = beacon_conf(r->server)->routes;
+    const beacon_route_table *rt = beacon_config_of(r->server)->routes;
     const char *balancer;
     char *servlet;
     apr_size_t len;
@@ -52,7 +52,7 @@ static int route_by_context(request_rec *r)
     /* a virtual host that names no directive of ours shares the main
      * server's configuration, routes included: its requests are not the
      * receiver's */
-    if (rt == NULL || beacon_route_table_server(rt) != r->server || !is_routable(r)) {
+    if (rt == NULL || beacon_routes_table_server(rt) != r->server || !is_routable(r)) {
         return DECLINED;
     }
     len = strlen(r->uri);
@@ -63,7 +63,7 @@ static int route_by_context(request_rec *r)
     }
     /* the lookup first, the cheaper: a path no context holds is
      * mod_proxy's business alone, and walked through its ProxyPass once */
-    if ((balancer = beacon_route_table_find(rt, servlet)) == NULL) {
+    if ((balancer = beacon_routes_table_find(rt, servlet)) == NULL) {
         return DECLINED;
     }
     if ((rv = beacon_worker_static_route(r)) != BEACON_NO_STATIC_ROUTE) {

@@ -199,8 +199,8 @@ static void report(const send_outcome *out, const char *buf)
                  "address%s", out->len, buf, out->reached,
                  out->reached == 1 ? "" : "es");
     if ((out->failed == 0 && out->unresolved == 0) ||
-        !beacon_rate_allows(&snd->error_log, apr_time_now(),
-                            SEND_ERROR_LOG_EVERY, &suppressed)) {
+        !beacon_util_rate_allows(&snd->error_log, apr_time_now(),
+                                 SEND_ERROR_LOG_EVERY, &suppressed)) {
         return;
     }
     if (out->failed) {
@@ -260,8 +260,8 @@ static apr_status_t sender_callback(int state, void *data, apr_pool_t *p)
     case AP_WATCHDOG_STATE_STARTING:
         snd->owner = 1;
         snd->shared->owner_pid = getpid();
-        beacon_block_stop_signals(); /* the lookup threads inherit it */
-        beacon_lookups_start(&snd->guard);
+        beacon_util_block_stop_signals(); /* the lookup threads inherit it */
+        beacon_lookup_start_all(&snd->guard);
         /* the first announcement goes out now (to the addresses given as
          * such; the names' follow as their lookups find them) */
         announce(snd);
@@ -288,7 +288,7 @@ static apr_status_t sender_callback(int state, void *data, apr_pool_t *p)
  */
 static int server_restarting(void)
 {
-    return beacon_generation_replaced();
+    return beacon_util_generation_replaced();
 }
 
 /* A sibling of this child's generation is alive and still accepts. */
@@ -382,7 +382,7 @@ static void repeat_leaving(void)
 static void *repeater_main(void *arg)
 {
     (void)arg;
-    beacon_block_stop_signals();
+    beacon_util_block_stop_signals();
     repeat_leaving();
     return NULL;
 }
@@ -528,9 +528,9 @@ static apr_status_t start_sender(apr_pool_t *pconf, beacon_sender *snd,
     rv = apr_thread_mutex_create(&snd->guard.lock, APR_THREAD_MUTEX_DEFAULT,
                                  pconf);
     if (rv == APR_SUCCESS) {
-        rv = beacon_watchdog_start(pconf,
-                                   apr_psprintf(pconf, "_proxy_beacon_sender_%d",
-                                                index),
+        rv = beacon_util_watchdog_start(pconf,
+                                        apr_psprintf(pconf, "_proxy_beacon_sender_%d",
+                                                     index),
                                    TICK, snd, sender_callback);
     }
     if (rv != APR_SUCCESS) {
@@ -542,7 +542,7 @@ static apr_status_t start_sender(apr_pool_t *pconf, beacon_sender *snd,
     return APR_SUCCESS;
 }
 
-apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
+apr_status_t beacon_sender_post_config(apr_pool_t *pconf, server_rec *main_s)
 {
     beacon_sender **tail = &senders;
     char hostname[APRMAXHOSTLEN + 1] = "";
@@ -552,7 +552,7 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
     sender_count = 0;
     apr_gethostname(hostname, sizeof(hostname), pconf);
     for (s = main_s; s; s = s->next) {
-        beacon_server_conf *conf = beacon_role_conf(s, main_s);
+        beacon_server_conf *conf = beacon_config_role(s, main_s);
         beacon_sender *snd;
 
         if (conf == NULL || conf->targets == NULL) {
@@ -578,7 +578,7 @@ apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *main_s)
     return APR_SUCCESS;
 }
 
-void beacon_senders_child_init(apr_pool_t *pchild)
+void beacon_sender_child_init(apr_pool_t *pchild)
 {
     if (senders) {
         apr_pool_cleanup_register(pchild, NULL, send_leaving_at_exit,
@@ -595,7 +595,7 @@ void beacon_senders_child_init(apr_pool_t *pchild)
  * member out of rotation while the backend still accepts. A child retired
  * while its siblings serve on says nothing (only_this_child_retires).
  */
-void beacon_senders_child_stopping(apr_pool_t *pchild, int graceful)
+void beacon_sender_child_stopping(apr_pool_t *pchild, int graceful)
 {
     (void)pchild;
     if (!senders) {

@@ -25,8 +25,8 @@ int beacon_sender_views(apr_pool_t *p, const server_rec *only,
                         beacon_sender_view **views);
 
 /* Hooks (mod_proxy_beacon.c). */
-apr_status_t beacon_senders_post_config(apr_pool_t *pconf, server_rec *s);
-void beacon_senders_child_init(apr_pool_t *pchild);
-void beacon_senders_child_stopping(apr_pool_t *pchild, int graceful);
+apr_status_t beacon_sender_post_config(apr_pool_t *pconf, server_rec *s);
+void beacon_sender_child_init(apr_pool_t *pchild);
+void beacon_sender_child_stopping(apr_pool_t *pchild, int graceful);
 
 #endif /* MOD_PROXY_BEACON_SENDER_H */

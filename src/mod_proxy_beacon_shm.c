@@ -9,7 +9,7 @@
 
 #define READ_ATTEMPTS 100
 
-const char *beacon_drop_name(unsigned drop)
+const char *beacon_shm_drop_name(unsigned drop)
 {
     switch (drop) {
     case BEACON_DROP_NOT_OURS:            return "member not managed by beacon";
@@ -18,7 +18,7 @@ const char *beacon_drop_name(unsigned drop)
     }
 }
 
-const char *beacon_drop_id(unsigned drop)
+const char *beacon_shm_drop_id(unsigned drop)
 {
     switch (drop) {
     case BEACON_DROP_NOT_OURS:            return "not_managed";
@@ -43,17 +43,17 @@ void *beacon_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size)
     return base;
 }
 
-apr_size_t beacon_status_size(unsigned capacity)
+apr_size_t beacon_shm_status_size(unsigned capacity)
 {
     return sizeof(beacon_receiver_status) +
            sizeof(beacon_status_record) * (apr_size_t)capacity;
 }
 
-beacon_receiver_status *beacon_status_create(apr_pool_t *pconf, server_rec *s,
-                                             unsigned capacity)
+beacon_receiver_status *beacon_shm_status_create(apr_pool_t *pconf, server_rec *s,
+                                                 unsigned capacity)
 {
     beacon_receiver_status *sh = beacon_shm_create(pconf, s,
-                                                   beacon_status_size(capacity));
+                                                   beacon_shm_status_size(capacity));
 
     if (sh) {
         sh->capacity = capacity;
@@ -61,19 +61,19 @@ beacon_receiver_status *beacon_status_create(apr_pool_t *pconf, server_rec *s,
     return sh;
 }
 
-void beacon_status_write_begin(beacon_receiver_status *sh)
+void beacon_shm_status_write_begin(beacon_receiver_status *sh)
 {
     apr_atomic_inc32(&sh->generation);
 }
 
-void beacon_status_write_end(beacon_receiver_status *sh, apr_uint32_t nrecords)
+void beacon_shm_status_write_end(beacon_receiver_status *sh, apr_uint32_t nrecords)
 {
     sh->nrecords = nrecords;
     apr_atomic_inc32(&sh->generation);
 }
 
-unsigned beacon_status_read(const beacon_receiver_status *sh,
-                            beacon_status_record *copy)
+unsigned beacon_shm_status_read(const beacon_receiver_status *sh,
+                                beacon_status_record *copy)
 {
     /* apr_atomic_read32 takes no const; the generation is only read here */
     volatile apr_uint32_t *generation = (volatile apr_uint32_t *)&sh->generation;

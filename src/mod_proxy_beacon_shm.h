@@ -39,8 +39,8 @@ typedef enum {
 
 /* The log fragment and the counter key of a drop (libbeacon's for its
  * reasons). */
-const char *beacon_drop_name(unsigned drop);
-const char *beacon_drop_id(unsigned drop);
+const char *beacon_shm_drop_name(unsigned drop);
+const char *beacon_shm_drop_id(unsigned drop);
 
 typedef struct {
     char url[BEACON_URL_MAX];
@@ -73,23 +73,23 @@ typedef struct {
 void *beacon_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size);
 
 /* The bytes of the status memory of capacity records. */
-apr_size_t beacon_status_size(unsigned capacity);
+apr_size_t beacon_shm_status_size(unsigned capacity);
 
 /* A receiver's status memory, for capacity records; NULL (logged). */
-beacon_receiver_status *beacon_status_create(apr_pool_t *pconf, server_rec *s,
-                                             unsigned capacity);
+beacon_receiver_status *beacon_shm_status_create(apr_pool_t *pconf, server_rec *s,
+                                                 unsigned capacity);
 
 /*
  * The records go out under a sequence lock: the owner is the only writer
  * and never waits for a reader; a reader that sees an odd or changed
  * generation reads again.
  */
-void beacon_status_write_begin(beacon_receiver_status *sh);
-void beacon_status_write_end(beacon_receiver_status *sh, apr_uint32_t nrecords);
+void beacon_shm_status_write_begin(beacon_receiver_status *sh);
+void beacon_shm_status_write_end(beacon_receiver_status *sh, apr_uint32_t nrecords);
 
 /* A consistent copy of the owner's records (copy holds sh->capacity);
  * returns how many. */
-unsigned beacon_status_read(const beacon_receiver_status *sh,
-                            beacon_status_record *copy);
+unsigned beacon_shm_status_read(const beacon_receiver_status *sh,
+                                beacon_status_record *copy);
 
 #endif /* MOD_PROXY_BEACON_SHM_H */

@@ -11,8 +11,8 @@
 #define PLACEHOLDER_PREFIX "http://slot-"
 #define PLACEHOLDER_SUFFIX "." BEACON_RESERVED_DOMAIN
 
-struct beacon_slots {
-    beacon_workers *ws;
+struct beacon_slots_reserved {
+    beacon_worker_balancer *ws;
     int reserved;            /* slots= */
     beacon_slot **index;     /* the placeholders found by the last walk */
     int indexed;
@@ -70,9 +70,10 @@ static int is_free(const beacon_slot *slot)
     return beacon_slots_is_placeholder(v.name);
 }
 
-beacon_slots *beacon_slots_open(apr_pool_t *pconf, beacon_workers *ws, int n)
+beacon_slots_reserved *beacon_slots_open(apr_pool_t *pconf,
+                                         beacon_worker_balancer *ws, int n)
 {
-    beacon_slots *rs = apr_pcalloc(pconf, sizeof(*rs));
+    beacon_slots_reserved *rs = apr_pcalloc(pconf, sizeof(*rs));
     int k;
 
     rs->ws = ws;
@@ -90,7 +91,7 @@ beacon_slots *beacon_slots_open(apr_pool_t *pconf, beacon_workers *ws, int n)
     return rs;
 }
 
-void beacon_slots_index(beacon_slots *rs)
+void beacon_slots_index(beacon_slots_reserved *rs)
 {
     int i, n = beacon_worker_count(rs->ws);
 
@@ -105,12 +106,12 @@ void beacon_slots_index(beacon_slots *rs)
     rs->free_slots = rs->indexed;
 }
 
-int beacon_slots_free(const beacon_slots *rs)
+int beacon_slots_free(const beacon_slots_reserved *rs)
 {
     return rs->free_slots;
 }
 
-int beacon_slots_take_this(beacon_slots *rs, beacon_slot *slot,
+int beacon_slots_take_this(beacon_slots_reserved *rs, beacon_slot *slot,
                            const beacon_member_params *params,
                            const char *url, apr_pool_t *p)
 {
@@ -143,7 +144,7 @@ int beacon_slots_take_this(beacon_slots *rs, beacon_slot *slot,
     return 1;
 }
 
-beacon_slot *beacon_slots_take(beacon_slots *rs,
+beacon_slot *beacon_slots_take(beacon_slots_reserved *rs,
                                const beacon_member_params *params,
                                const char *url, apr_pool_t *p)
 {
@@ -158,7 +159,7 @@ beacon_slot *beacon_slots_take(beacon_slots *rs,
     return rs->index[rs->next++];
 }
 
-int beacon_slots_give_back(beacon_slots *rs, const beacon_entry *e,
+int beacon_slots_give_back(beacon_slots_reserved *rs, const beacon_entry *e,
                            apr_pool_t *p)
 {
     const char *name = apr_hash_get(rs->by_identity, &e->hash_def,
@@ -179,7 +180,7 @@ int beacon_slots_give_back(beacon_slots *rs, const beacon_entry *e,
     return 1;
 }
 
-void beacon_slots_count(const beacon_slots *rs, int *reserved, int *free_slots)
+void beacon_slots_count(const beacon_slots_reserved *rs, int *reserved, int *free_slots)
 {
     int i, n;
 

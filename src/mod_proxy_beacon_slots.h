@@ -28,10 +28,11 @@ const char *beacon_slots_define(apr_pool_t *p, server_rec *s, const char *name,
 int beacon_slots_is_placeholder(const char *name);
 
 /* One balancer's reserved slots, as this process knows them. */
-typedef struct beacon_slots beacon_slots;
+typedef struct beacon_slots_reserved beacon_slots_reserved;
 
 /* In post_config: the n reserved slots of ws, indexed. */
-beacon_slots *beacon_slots_open(apr_pool_t *pconf, beacon_workers *ws, int n);
+beacon_slots_reserved *beacon_slots_open(apr_pool_t *pconf,
+                                         beacon_worker_balancer *ws, int n);
 
 /*
  * Indexes the free reserved slots of this child's member list anew (a
@@ -39,33 +40,33 @@ beacon_slots *beacon_slots_open(apr_pool_t *pconf, beacon_workers *ws, int n);
  * takes slots, so the index it built when it became the owner stays
  * true for as long as it is; a take costs no walk.
  */
-void beacon_slots_index(beacon_slots *rs);
+void beacon_slots_index(beacon_slots_reserved *rs);
 
 /* Free reserved slots, as the index has them. */
-int beacon_slots_free(const beacon_slots *rs);
+int beacon_slots_free(const beacon_slots_reserved *rs);
 
 /* A free reserved slot renamed to url (with params), still out of
  * rotation; NULL when none is free or httpd refuses url. Under the
  * balancer's locks. */
-beacon_slot *beacon_slots_take(beacon_slots *rs,
+beacon_slot *beacon_slots_take(beacon_slots_reserved *rs,
                                const beacon_member_params *params,
                                const char *url, apr_pool_t *p);
 
 /* Reserved slot slot (a placeholder) renamed to url: a restart gives a
  * member back the slot it had. 0 when httpd refuses url. */
-int beacon_slots_take_this(beacon_slots *rs, beacon_slot *slot,
+int beacon_slots_take_this(beacon_slots_reserved *rs, beacon_slot *slot,
                            const beacon_member_params *params,
                            const char *url, apr_pool_t *p);
 
 /* In post_config (no child yet): e's slot, when it is a reserved one,
  * made a placeholder again, out of rotation (a restart drops e's member);
  * 0 when e has no reserved slot. */
-int beacon_slots_give_back(beacon_slots *rs, const beacon_entry *e,
+int beacon_slots_give_back(beacon_slots_reserved *rs, const beacon_entry *e,
                            apr_pool_t *p);
 
 /* For the views: the slots reserved, and how many of them are free (a
  * walk of this child's member list, under its thread lock: never from a
  * thread that holds it). */
-void beacon_slots_count(const beacon_slots *rs, int *reserved, int *free_slots);
+void beacon_slots_count(const beacon_slots_reserved *rs, int *reserved, int *free_slots);
 
 #endif /* MOD_PROXY_BEACON_SLOTS_H */

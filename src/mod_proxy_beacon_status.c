@@ -142,7 +142,7 @@ static void print_auto(request_rec *r)
     }
     for (j = 1; j < BEACON_DROP_COUNT; j++) {
         ap_rprintf(r, "BeaconDropped_%s: %" APR_UINT64_T_FMT "\n",
-                   beacon_drop_id(j), dropped[j]);
+                   beacon_shm_drop_id(j), dropped[j]);
     }
     for (i = 0; i < n; i++) {
         print_balancer_auto(r, &shown[i]);
@@ -237,8 +237,10 @@ static void print_receiver_json(request_rec *r, const beacon_shown_receiver *sr)
     json_str_or_null(r, beacon_view_allow(r->pool, v->allow));
     ap_rprintf(r, "}, \"timeout\": %.3f, \"max_skew\": %.3f, \"records\": %u, "
                "\"capacity\": %d, \"owner_pid\": %" APR_INT64_T_FMT
-               ", \"listening\": %s", beacon_seconds(v->conf->timeout.value),
-               beacon_seconds(v->conf->max_skew.value), sr->nrows, v->shared->capacity,
+               ", \"listening\": %s",
+               beacon_view_seconds(v->conf->timeout.value),
+               beacon_view_seconds(v->conf->max_skew.value), sr->nrows,
+               v->shared->capacity,
                v->shared->owner_pid, v->shared->listening ? "true" : "false");
     if (sr->growth_used >= 0) {
         ap_rprintf(r, ", \"growth\": {\"used\": %d, \"free\": %d, "
@@ -257,7 +259,7 @@ static void print_receiver_json(request_rec *r, const beacon_shown_receiver *sr)
     ap_rputs("}, \"dropped\": {", r);
     for (i = 1; i < BEACON_DROP_COUNT; i++) {
         ap_rprintf(r, "%s\"%s\": %" APR_UINT64_T_FMT, i > 1 ? ", " : "",
-                   beacon_drop_id(i), v->shared->dropped[i]);
+                   beacon_shm_drop_id(i), v->shared->dropped[i]);
     }
     ap_rputs("}, \"members\": [", r);
     for (i = 0; i < sr->nrows; i++) {
@@ -353,7 +355,8 @@ static void print_json(request_rec *r, const server_rec *only)
         json_str_or_null(r, v->conf->service);
         ap_rprintf(r, ", \"interval\": %.3f, \"sent\": %u"
                    ", \"send_errors\": %u, \"owner_pid\": %"
-                   APR_INT64_T_FMT "}", beacon_seconds(v->conf->interval.value), v->shared->sent,
+                   APR_INT64_T_FMT "}",
+                   beacon_view_seconds(v->conf->interval.value), v->shared->sent,
                    v->shared->errors, v->shared->owner_pid);
     }
     ap_rputs("]}\n", r);
@@ -369,7 +372,7 @@ static int beacon_status_handler(request_rec *r)
     if (strcmp(r->handler, HANDLER_NAME) != 0) {
         return DECLINED;
     }
-    only = beacon_status_shows_all(r) ? NULL : r->server;
+    only = beacon_config_status_shows_all(r) ? NULL : r->server;
     r->allowed = AP_METHOD_BIT << M_GET;
     if (r->method_number != M_GET) {
         return HTTP_METHOD_NOT_ALLOWED;

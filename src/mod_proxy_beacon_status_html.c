@@ -205,9 +205,9 @@ static void print_receiver_facts(request_rec *r, const beacon_shown_receiver *sr
                sr->v->service ? html(r->pool, sr->v->service)
                               : sr->v->shares_listener ? "none (announcements without svc=)"
                                                        : "any",
-               c->timeout.value ? human_duration(r->pool, beacon_seconds(c->timeout.value))
+               c->timeout.value ? human_duration(r->pool, beacon_view_seconds(c->timeout.value))
                                 : "none (add-only)",
-               human_duration(r->pool, beacon_seconds(c->max_skew.value)),
+               human_duration(r->pool, beacon_view_seconds(c->max_skew.value)),
                sr->nrows, sr->v->shared->capacity);
     print_allow(r, sr);
     if (sr->growth_used >= 0) {
@@ -237,7 +237,7 @@ static void print_lease(request_rec *r, const beacon_shown_record *row,
         ap_rputs("<td class=\"mut\">-</td>", r);
         return;
     }
-    part = row->lease_left / beacon_seconds(timeout);
+    part = row->lease_left / beacon_view_seconds(timeout);
     part = part > 1 ? 1 : part;
     ap_rprintf(r, "<td><span class=\"bar\"><span%s style=\"width:%d%%\">"
                "</span></span>%s</td>", part < 0.25 ? " class=\"low\"" : "",
@@ -359,7 +359,7 @@ static void print_counters(request_rec *r, const beacon_receiver_status *sh)
     }
     ap_rputs("</div>\n<h3>dropped</h3><div class=\"grid dropped\">", r);
     for (i = 1; i < BEACON_DROP_COUNT; i++) {
-        print_counter(r, beacon_drop_name(i), sh->dropped[i], 1);
+        print_counter(r, beacon_shm_drop_name(i), sh->dropped[i], 1);
     }
     ap_rputs("</div>\n", r);
 }
@@ -450,7 +450,7 @@ static void print_sender_html(request_rec *r, const beacon_sender_view *v)
                "announces every %s</span></h2>\n<dl class=\"kv\"><dt>targets</dt>"
                "<dd class=\"u\">%s</dd><dt>advertise</dt><dd class=\"u\">%s</dd>"
                "<dt>service</dt><dd>%s</dd></dl>\n<div class=\"grid\">",
-               human_duration(r->pool, beacon_seconds(v->conf->interval.value)),
+               human_duration(r->pool, beacon_view_seconds(v->conf->interval.value)),
                html(r->pool, beacon_view_targets(r->pool, v->conf)),
                v->conf->advertise ? html(r->pool, v->conf->advertise)
                                   : "none (heartbeat only)",

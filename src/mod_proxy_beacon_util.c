@@ -11,8 +11,8 @@
 #include <pthread.h>
 #include <signal.h>
 
-int beacon_rate_allows(beacon_rate_limit *rl, apr_time_t now,
-                       apr_interval_time_t every, unsigned *suppressed)
+int beacon_util_rate_allows(beacon_rate_limit *rl, apr_time_t now,
+                            apr_interval_time_t every, unsigned *suppressed)
 {
     if (rl->last != 0 && now >= rl->last && now - rl->last < every) {
         rl->suppressed++;
@@ -24,15 +24,15 @@ int beacon_rate_allows(beacon_rate_limit *rl, apr_time_t now,
     return 1;
 }
 
-const char *beacon_held_back(apr_pool_t *p, unsigned suppressed)
+const char *beacon_util_held_back(apr_pool_t *p, unsigned suppressed)
 {
     return suppressed ? apr_psprintf(p, " (and %u more since the last report)",
                                      suppressed)
                       : "";
 }
 
-const char *beacon_refused_by(apr_pool_t *p, const beacon_reach_gate_t *gate,
-                              int by_balancer, const char *balancer)
+const char *beacon_util_refused_by(apr_pool_t *p, const beacon_reach_gate_t *gate,
+                                   int by_balancer, const char *balancer)
 {
     if (by_balancer < 0) {
         return ""; /* no list refused it (a reserved slot's name) */
@@ -43,9 +43,9 @@ const char *beacon_refused_by(apr_pool_t *p, const beacon_reach_gate_t *gate,
     return gate->receiver ? " (ProxyBeaconAllow)" : "";
 }
 
-apr_status_t beacon_watchdog_start(apr_pool_t *pconf, const char *name,
-                                   apr_interval_time_t interval, void *data,
-                                   ap_watchdog_callback_fn_t *callback)
+apr_status_t beacon_util_watchdog_start(apr_pool_t *pconf, const char *name,
+                                        apr_interval_time_t interval, void *data,
+                                        ap_watchdog_callback_fn_t *callback)
 {
     APR_OPTIONAL_FN_TYPE(ap_watchdog_get_instance) *get_instance =
         APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance);
@@ -62,7 +62,7 @@ apr_status_t beacon_watchdog_start(apr_pool_t *pconf, const char *name,
     return rv;
 }
 
-void beacon_block_stop_signals(void)
+void beacon_util_block_stop_signals(void)
 {
     sigset_t stop;
 
@@ -75,7 +75,7 @@ void beacon_block_stop_signals(void)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
 }
 
-int beacon_generation_replaced(void)
+int beacon_util_generation_replaced(void)
 {
     int my_generation;
 

@@ -40,18 +40,18 @@ typedef struct {
  * *suppressed says how many were held back since the last one, and the
  * count restarts. A clock stepped back ends the quiet period.
  */
-int beacon_rate_allows(beacon_rate_limit *rl, apr_time_t now,
-                       apr_interval_time_t every, unsigned *suppressed);
+int beacon_util_rate_allows(beacon_rate_limit *rl, apr_time_t now,
+                            apr_interval_time_t every, unsigned *suppressed);
 
 /* " (and N more since the last report)", or "" when none were held. */
-const char *beacon_held_back(apr_pool_t *p, unsigned suppressed);
+const char *beacon_util_held_back(apr_pool_t *p, unsigned suppressed);
 
 /* Whose list refused a url, for the line that says so: " (allow= of
  * balancer://NAME)", " (ProxyBeaconAllow)", or "" when the defaults or
  * no list (by_balancer < 0: a reserved slot's name) did (their message
  * says so). balancer: "balancer://NAME". */
-const char *beacon_refused_by(apr_pool_t *p, const beacon_reach_gate_t *gate,
-                              int by_balancer, const char *balancer);
+const char *beacon_util_refused_by(apr_pool_t *p, const beacon_reach_gate_t *gate,
+                                   int by_balancer, const char *balancer);
 
 /*
  * Registers callback on a mod_watchdog singleton of its own, called every
@@ -59,9 +59,9 @@ const char *beacon_refused_by(apr_pool_t *p, const beacon_reach_gate_t *gate,
  * (an MPM mod_watchdog cannot serve) is logged by the caller, which knows
  * what it costs.
  */
-apr_status_t beacon_watchdog_start(apr_pool_t *pconf, const char *name,
-                                   apr_interval_time_t interval, void *data,
-                                   ap_watchdog_callback_fn_t *callback);
+apr_status_t beacon_util_watchdog_start(apr_pool_t *pconf, const char *name,
+                                        apr_interval_time_t interval, void *data,
+                                        ap_watchdog_callback_fn_t *callback);
 
 /*
  * For the watchdog threads that run our callbacks. prefork's children
@@ -70,7 +70,7 @@ apr_status_t beacon_watchdog_start(apr_pool_t *pconf, const char *name,
  * thread, never on a thread that holds a sender's lock or is inside the
  * receiver's loop. event and worker block them in every thread already.
  */
-void beacon_block_stop_signals(void);
+void beacon_util_block_stop_signals(void);
 
 /*
  * In a child: whether the parent has begun a restart (graceful or not)
@@ -78,6 +78,6 @@ void beacon_block_stop_signals(void);
  * running_generation before it tells the children to stop, so this is
  * true from the first moment of a restart.
  */
-int beacon_generation_replaced(void);
+int beacon_util_generation_replaced(void);
 
 #endif /* MOD_PROXY_BEACON_UTIL_H */

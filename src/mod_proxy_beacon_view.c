@@ -33,7 +33,7 @@ const char *beacon_view_state_name(apr_int32_t state)
 }
 
 
-double beacon_seconds(apr_interval_time_t t)
+double beacon_view_seconds(apr_interval_time_t t)
 {
     return (double)t / APR_USEC_PER_SEC;
 }
@@ -49,7 +49,7 @@ static void derive(beacon_shown_receiver *out, const beacon_receiver_view *v,
 
     memset(out, 0, sizeof(*out));
     out->v = v;
-    out->nrows = beacon_status_read(v->shared, copy);
+    out->nrows = beacon_shm_status_read(v->shared, copy);
     out->rows = apr_pcalloc(p, sizeof(*out->rows) * (out->nrows + 1));
     out->growth_used = out->growth_free = -1;
     out->reserved = out->reserved_free = -1;
@@ -66,19 +66,20 @@ static void derive(beacon_shown_receiver *out, const beacon_receiver_view *v,
         const beacon_status_record *rec = &copy[i];
 
         row->rec = rec;
-        row->since = beacon_seconds(now - rec->last_seen);
+        row->since = beacon_view_seconds(now - rec->last_seen);
         row->lease_left = -1;
         row->retry_in = -1;
         row->ours = rec->state == BEACON_REC_ACTIVE ||
                     rec->state == BEACON_REC_EVICTED;
         if (rec->state == BEACON_REC_ACTIVE && v->conf->timeout.value > 0) {
-            row->lease_left = beacon_seconds(rec->last_seen + v->conf->timeout.value - now);
+            row->lease_left = beacon_view_seconds(
+                rec->last_seen + v->conf->timeout.value - now);
             if (row->lease_left < 0) {
                 row->lease_left = 0;
             }
         }
         if (rec->state == BEACON_REC_PENDING && rec->retry_at > now) {
-            row->retry_in = beacon_seconds(rec->retry_at - now);
+            row->retry_in = beacon_view_seconds(rec->retry_at - now);
         }
         if (flags) {
             row->flags = apr_hash_get(flags, rec->url, APR_HASH_KEY_STRING);
@@ -298,7 +299,7 @@ int beacon_view_contexts(request_rec *r, const beacon_shown_receiver *shown,
         if (rt == NULL || shown_before(shown, i, rt)) {
             continue;
         }
-        nroutes = beacon_route_table_list(rt, r->pool, &routes, &generation);
+        nroutes = beacon_routes_table_list(rt, r->pool, &routes, &generation);
         for (k = 0; k < nroutes; k++) {
             beacon_shown_context *c = apr_array_push(out);
             const beacon_shown_receiver *sr =

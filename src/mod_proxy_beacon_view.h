@@ -21,7 +21,7 @@ extern const char *const beacon_event_keys[BEACON_EV_COUNT];
 /* A record's state as the pages name it ("active", "evicted", ...). */
 const char *beacon_view_state_name(apr_int32_t state);
 
-double beacon_seconds(apr_interval_time_t t);
+double beacon_view_seconds(apr_interval_time_t t);
 
 /* One record as shown: the shared copy plus what this child derives. */
 typedef struct {

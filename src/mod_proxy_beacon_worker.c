@@ -67,7 +67,7 @@ _Static_assert(BEACON_SLOT_ROUTE_SIZE == PROXY_WORKER_MAX_ROUTE_SIZE &&
                sizeof(apr_int32_t) == sizeof(hcmethod_t),
                "the registry's copies of httpd's fields differ in size");
 
-struct beacon_workers {
+struct beacon_worker_balancer {
     server_rec *s;
     proxy_server_conf *conf;
     proxy_balancer *b;
@@ -212,10 +212,10 @@ static void make_room(apr_array_header_t *list, int n)
     list->nalloc = n;
 }
 
-beacon_workers *beacon_worker_open(apr_pool_t *pconf, server_rec *s,
-                                   const char *name)
+beacon_worker_balancer *beacon_worker_open(apr_pool_t *pconf, server_rec *s,
+                                           const char *name)
 {
-    beacon_workers *ws = apr_pcalloc(pconf, sizeof(*ws));
+    beacon_worker_balancer *ws = apr_pcalloc(pconf, sizeof(*ws));
 
     ws->s = s;
     ws->conf = proxy_conf(s);
@@ -233,30 +233,30 @@ beacon_workers *beacon_worker_open(apr_pool_t *pconf, server_rec *s,
     return ws;
 }
 
-const char *beacon_worker_balancer_name(const beacon_workers *ws)
+const char *beacon_worker_balancer_name(const beacon_worker_balancer *ws)
 {
     return ws->b->s->name;
 }
 
-server_rec *beacon_worker_server(const beacon_workers *ws)
+server_rec *beacon_worker_server(const beacon_worker_balancer *ws)
 {
     return ws->s;
 }
 
-void beacon_worker_growth(const beacon_workers *ws, int *used, int *free_slots)
+void beacon_worker_growth(const beacon_worker_balancer *ws, int *used, int *free_slots)
 {
     *free_slots = (int)ws->b->storage->num_free_slots(ws->b->wslot);
     *used = ws->b->growth - *free_slots;
 }
 
-void beacon_worker_failover(const beacon_workers *ws, int *max_attempts,
+void beacon_worker_failover(const beacon_worker_balancer *ws, int *max_attempts,
                             int *in_effect)
 {
     *max_attempts = ws->b->s->max_attempts;
     *in_effect = ws->b->s->max_attempts_set;
 }
 
-void beacon_worker_set_failover(beacon_workers *ws, int max_attempts)
+void beacon_worker_set_failover(beacon_worker_balancer *ws, int max_attempts)
 {
     if (max_attempts >= 0) {
         ws->b->s->max_attempts = max_attempts;
@@ -272,7 +272,7 @@ void beacon_worker_set_failover(beacon_workers *ws, int max_attempts)
  * that fails is said, with the balancer's name, and nothing is changed
  * without it. Returns rv.
  */
-static apr_status_t lock_said(beacon_workers *ws, apr_status_t rv,
+static apr_status_t lock_said(beacon_worker_balancer *ws, apr_status_t rv,
                               const char *action, const char *which)
 {
     if (rv != APR_SUCCESS) {
@@ -283,28 +283,28 @@ static apr_status_t lock_said(beacon_workers *ws, apr_status_t rv,
     return rv;
 }
 
-apr_status_t beacon_worker_thread_lock(beacon_workers *ws)
+apr_status_t beacon_worker_thread_lock(beacon_worker_balancer *ws)
 {
     return lock_said(ws, PROXY_THREAD_LOCK(ws->b), "take", "thread");
 }
 
-void beacon_worker_thread_unlock(beacon_workers *ws)
+void beacon_worker_thread_unlock(beacon_worker_balancer *ws)
 {
     lock_said(ws, PROXY_THREAD_UNLOCK(ws->b), "release", "thread");
 }
 
-void beacon_worker_unlock(beacon_workers *ws)
+void beacon_worker_unlock(beacon_worker_balancer *ws)
 {
     lock_said(ws, PROXY_GLOBAL_UNLOCK(ws->b), "release", "global");
     beacon_worker_thread_unlock(ws);
 }
 
-static void sync_members(beacon_workers *ws)
+static void sync_members(beacon_worker_balancer *ws)
 {
     ap_proxy_sync_balancer(ws->b, ws->s, ws->conf);
 }
 
-apr_status_t beacon_worker_hold(beacon_workers *ws)
+apr_status_t beacon_worker_hold(beacon_worker_balancer *ws)
 {
     apr_status_t rv = beacon_worker_thread_lock(ws);
 
@@ -324,7 +324,7 @@ apr_status_t beacon_worker_hold(beacon_workers *ws)
  * this child add to it when they sync, so it is walked under the thread
  * lock (as httpd's pre_request syncs under it).
  */
-apr_status_t beacon_worker_lock_members(beacon_workers *ws)
+apr_status_t beacon_worker_lock_members(beacon_worker_balancer *ws)
 {
     apr_status_t rv = beacon_worker_thread_lock(ws);
 
@@ -334,7 +334,7 @@ apr_status_t beacon_worker_lock_members(beacon_workers *ws)
     return rv;
 }
 
-void beacon_worker_pick_up(beacon_workers *ws)
+void beacon_worker_pick_up(beacon_worker_balancer *ws)
 {
     if (ws->b->s->wupdated > ws->b->wupdated &&
         beacon_worker_thread_lock(ws) == APR_SUCCESS) {
@@ -359,7 +359,7 @@ int beacon_worker_names(const char *name, const char *url)
             strcmp(canonical, url) == 0);
 }
 
-static proxy_worker *worker_walked_to(const beacon_workers *ws, const char *url)
+static proxy_worker *worker_walked_to(const beacon_worker_balancer *ws, const char *url)
 {
     proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
     int i;
@@ -374,7 +374,7 @@ static proxy_worker *worker_walked_to(const beacon_workers *ws, const char *url)
 
 /* The index key of a worker's name: its canonical form (from the index's
  * pool), or NULL for a name that is no origin. */
-static const char *index_key(beacon_workers *ws, const char *name)
+static const char *index_key(beacon_worker_balancer *ws, const char *name)
 {
     char canonical[BEACON_URL_MAX];
 
@@ -388,7 +388,7 @@ static const char *index_key(beacon_workers *ws, const char *name)
 
 /* Under its name, unless one before it in the list has that name: the
  * first, as a walk finds it (the configuration's members come first). */
-static void index_put(beacon_workers *ws, proxy_worker *w)
+static void index_put(beacon_worker_balancer *ws, proxy_worker *w)
 {
     const char *key = index_key(ws, w->s->name_ex);
 
@@ -397,7 +397,7 @@ static void index_put(beacon_workers *ws, proxy_worker *w)
     }
 }
 
-static void index_rebuild(beacon_workers *ws)
+static void index_rebuild(beacon_worker_balancer *ws)
 {
     if (ws->index_pool == NULL) {
         apr_pool_create(&ws->index_pool, ws->conf->pool);
@@ -411,7 +411,7 @@ static void index_rebuild(beacon_workers *ws)
  * add) are put in; a list that shrank, or keys piled up by renames (each
  * leaves its old key in the pool), make it anew: a cost of one walk per
  * list's worth of renames. */
-static void index_catch_up(beacon_workers *ws)
+static void index_catch_up(beacon_worker_balancer *ws)
 {
     proxy_worker **list = (proxy_worker **)ws->b->workers->elts;
     int n = ws->b->workers->nelts;
@@ -424,14 +424,14 @@ static void index_catch_up(beacon_workers *ws)
     }
 }
 
-static int is_indexed(const beacon_workers *ws)
+static int is_indexed(const beacon_worker_balancer *ws)
 {
     return ws->indexed_by == getpid();
 }
 
 /* The worker of slot shm, taken out of the index under its name (before
  * a rename, which puts it back under the new one). */
-static proxy_worker *index_take(beacon_workers *ws, proxy_worker_shared *shm)
+static proxy_worker *index_take(beacon_worker_balancer *ws, proxy_worker_shared *shm)
 {
     proxy_worker **list = (proxy_worker **)ws->b->workers->elts;
     const char *key;
@@ -453,7 +453,7 @@ static proxy_worker *index_take(beacon_workers *ws, proxy_worker_shared *shm)
     return NULL;
 }
 
-void beacon_worker_index(beacon_workers *ws)
+void beacon_worker_index(beacon_worker_balancer *ws)
 {
     ws->indexed_by = getpid();
     index_rebuild(ws);
@@ -462,7 +462,7 @@ void beacon_worker_index(beacon_workers *ws)
 
 /* The owner's watchdog thread finds a member by its index, anyone else by
  * a walk of the list. */
-static proxy_worker *worker_named(beacon_workers *ws, const char *url)
+static proxy_worker *worker_named(beacon_worker_balancer *ws, const char *url)
 {
     proxy_worker *w;
 
@@ -474,31 +474,31 @@ static proxy_worker *worker_named(beacon_workers *ws, const char *url)
     return w && beacon_worker_names(w->s->name_ex, url) ? w : NULL;
 }
 
-beacon_slot *beacon_worker_find(beacon_workers *ws, const char *url)
+beacon_slot *beacon_worker_find(beacon_worker_balancer *ws, const char *url)
 {
     proxy_worker *w = worker_named(ws, url);
 
     return w ? slot_name(w->s) : NULL;
 }
 
-int beacon_worker_confirmed(beacon_workers *ws, const char *url)
+int beacon_worker_confirmed(beacon_worker_balancer *ws, const char *url)
 {
     proxy_worker *w = worker_named(ws, url);
 
     return w != NULL && PROXY_WORKER_IS_INITIALIZED(w);
 }
 
-int beacon_worker_count(const beacon_workers *ws)
+int beacon_worker_count(const beacon_worker_balancer *ws)
 {
     return ws->b->workers->nelts;
 }
 
-beacon_slot *beacon_worker_at(const beacon_workers *ws, int i)
+beacon_slot *beacon_worker_at(const beacon_worker_balancer *ws, int i)
 {
     return slot_name(((proxy_worker **)ws->b->workers->elts)[i]->s);
 }
 
-int beacon_worker_configured(beacon_workers *ws, const char *url,
+int beacon_worker_configured(beacon_worker_balancer *ws, const char *url,
                              const beacon_slot *kept)
 {
     proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
@@ -546,7 +546,7 @@ static void unlist(proxy_balancer *b, const proxy_worker *w)
  * move while they may walk: beacon_worker_open made room for every slot
  * of the balancer, and every member holds one. Under the thread lock.
  */
-void beacon_worker_list(beacon_workers *ws, beacon_worker *w)
+void beacon_worker_list(beacon_worker_balancer *ws, beacon_worker *w)
 {
     apr_array_header_t *list = ws->b->workers;
 
@@ -573,7 +573,7 @@ static proxy_worker_shared *slot_shm(const proxy_balancer *b, int i)
     return shm;
 }
 
-beacon_slot *beacon_worker_slot(const beacon_workers *ws, const beacon_entry *e)
+beacon_slot *beacon_worker_slot(const beacon_worker_balancer *ws, const beacon_entry *e)
 {
     proxy_worker_shared *shm = slot_shm(ws->b, e->slot);
 
@@ -642,7 +642,7 @@ static void set_flags(proxy_worker_shared *shm, apr_uint32_t set,
     } while (apr_atomic_cas32(status, new, old) != old);
 }
 
-static proxy_worker *route_holder(const beacon_workers *ws,
+static proxy_worker *route_holder(const beacon_worker_balancer *ws,
                                   const proxy_worker_shared *shm,
                                   const char *route)
 {
@@ -657,7 +657,7 @@ static proxy_worker *route_holder(const beacon_workers *ws,
     return NULL;
 }
 
-void beacon_worker_look(const beacon_workers *ws, const beacon_slot *slot,
+void beacon_worker_look(const beacon_worker_balancer *ws, const beacon_slot *slot,
                         const char *route, beacon_slot_look *look)
 {
     /* a slot that has the route already needs no walk for its holder:
@@ -773,7 +773,7 @@ void beacon_worker_restart_slot(beacon_slot *slot, int out)
     shm->address_expiry = 0;
 }
 
-void beacon_worker_drop_slot(beacon_workers *ws, const beacon_entry *e)
+void beacon_worker_drop_slot(beacon_worker_balancer *ws, const beacon_entry *e)
 {
     beacon_slot *slot = beacon_worker_slot(ws, e);
     proxy_worker **w = (proxy_worker **)ws->b->workers->elts;
@@ -890,7 +890,7 @@ static void salt_identity(proxy_worker *w)
  * *why (from p) says what went wrong; the caller logs it, rate-limited
  * where a peer can repeat it.
  */
-beacon_worker *beacon_worker_share_new(beacon_workers *ws,
+beacon_worker *beacon_worker_share_new(beacon_worker_balancer *ws,
                                        const beacon_member_params *params,
                                        const char *url, apr_pool_t *p,
                                        int *no_slot, const char **why)
@@ -980,7 +980,7 @@ beacon_slot *beacon_worker_slot_of(beacon_worker *w)
     return slot_name(w->s);
 }
 
-apr_status_t beacon_worker_commit(beacon_workers *ws, beacon_worker *w,
+apr_status_t beacon_worker_commit(beacon_worker_balancer *ws, beacon_worker *w,
                                   apr_pool_t *p, const char **why)
 {
     apr_status_t rv = ap_proxy_initialize_worker(w, ws->s, ws->conf->pool);
@@ -996,7 +996,7 @@ apr_status_t beacon_worker_commit(beacon_workers *ws, beacon_worker *w,
     return APR_SUCCESS;
 }
 
-beacon_worker *beacon_worker_template(const beacon_workers *ws,
+beacon_worker *beacon_worker_template(const beacon_worker_balancer *ws,
                                       const beacon_member_params *params,
                                       const char *url, apr_pool_t *p)
 {
@@ -1027,7 +1027,7 @@ int beacon_worker_same_origin(const beacon_slot *slot,
  * beacon adds one). Keeps the hash, index, TTLs, timeouts and pool sizes,
  * and Disabled.
  */
-void beacon_worker_rename(beacon_workers *ws, beacon_slot *slot,
+void beacon_worker_rename(beacon_worker_balancer *ws, beacon_slot *slot,
                           const beacon_worker *tmpl_worker)
 {
     proxy_worker_shared *shm = shm_of(slot);
@@ -1056,7 +1056,7 @@ void beacon_worker_rename(beacon_workers *ws, beacon_slot *slot,
     }
 }
 
-apr_hash_t *beacon_worker_flags(beacon_workers *ws, apr_pool_t *p)
+apr_hash_t *beacon_worker_flags(beacon_worker_balancer *ws, apr_pool_t *p)
 {
     apr_hash_t *flags = apr_hash_make(p);
     proxy_worker **list;

@@ -22,7 +22,7 @@
 #include "mod_proxy_beacon_registry.h"
 
 /* One of httpd's balancers, as beacon reaches it. */
-typedef struct beacon_workers beacon_workers;
+typedef struct beacon_worker_balancer beacon_worker_balancer;
 
 /* A member's slot in the balancer's shared memory, which every process
  * reads on each request (httpd's proxy_worker_shared). */
@@ -112,21 +112,21 @@ int beacon_worker_static_match(request_rec *r, char *uri);
 
 /* In post_config: balancer://name of s (from pconf); NULL when it has no
  * shared memory (yet). */
-beacon_workers *beacon_worker_open(apr_pool_t *pconf, server_rec *s,
-                                   const char *name);
+beacon_worker_balancer *beacon_worker_open(apr_pool_t *pconf, server_rec *s,
+                                           const char *name);
 
 /* The balancer's name ("balancer://web"), and the receiver's server. */
-const char *beacon_worker_balancer_name(const beacon_workers *ws);
-server_rec *beacon_worker_server(const beacon_workers *ws);
+const char *beacon_worker_balancer_name(const beacon_worker_balancer *ws);
+server_rec *beacon_worker_server(const beacon_worker_balancer *ws);
 
 /* Growth slots of the balancer in use by runtime members, and free. */
-void beacon_worker_growth(const beacon_workers *ws, int *used, int *free_slots);
+void beacon_worker_growth(const beacon_worker_balancer *ws, int *used, int *free_slots);
 
 /* maxattempts in the balancer's shared state, and whether it is in
  * effect; and setting it (value < 0: only putting it in effect). */
-void beacon_worker_failover(const beacon_workers *ws, int *max_attempts,
+void beacon_worker_failover(const beacon_worker_balancer *ws, int *max_attempts,
                             int *in_effect);
-void beacon_worker_set_failover(beacon_workers *ws, int max_attempts);
+void beacon_worker_set_failover(beacon_worker_balancer *ws, int max_attempts);
 
 /* ------------------------------------------------------------------ */
 /* Locks and this child's member list                                  */
@@ -134,45 +134,45 @@ void beacon_worker_set_failover(beacon_workers *ws, int max_attempts);
 /* The balancer's locks, logged when one fails: the thread lock alone
  * (this child's member list), or balancer-manager's order, the thread
  * lock then the global lock (anything shared). */
-apr_status_t beacon_worker_thread_lock(beacon_workers *ws);
-void beacon_worker_thread_unlock(beacon_workers *ws);
-void beacon_worker_unlock(beacon_workers *ws);
+apr_status_t beacon_worker_thread_lock(beacon_worker_balancer *ws);
+void beacon_worker_thread_unlock(beacon_worker_balancer *ws);
+void beacon_worker_unlock(beacon_worker_balancer *ws);
 
 /* Both locks, with this child's member list made current: what every
  * change of a member starts with. beacon_worker_unlock() after. */
-apr_status_t beacon_worker_hold(beacon_workers *ws);
+apr_status_t beacon_worker_hold(beacon_worker_balancer *ws);
 
 /* This child's member list, current and held still under the thread
  * lock; beacon_worker_thread_unlock() after. */
-apr_status_t beacon_worker_lock_members(beacon_workers *ws);
+apr_status_t beacon_worker_lock_members(beacon_worker_balancer *ws);
 
 /* Picks up members other processes added, as a request would (taking the
  * thread lock itself, only when the balancer changed). */
-void beacon_worker_pick_up(beacon_workers *ws);
+void beacon_worker_pick_up(beacon_worker_balancer *ws);
 
 /* Whether a worker's name is the member canonical url names (the admin
  * may spell a BalancerMember otherwise). */
 int beacon_worker_names(const char *name, const char *url);
 
 /* The slot of this child's member named url, or NULL. */
-beacon_slot *beacon_worker_find(beacon_workers *ws, const char *url);
+beacon_slot *beacon_worker_find(beacon_worker_balancer *ws, const char *url);
 
 /* Whether url is a member of this child's list, initialized. */
-int beacon_worker_confirmed(beacon_workers *ws, const char *url);
+int beacon_worker_confirmed(beacon_worker_balancer *ws, const char *url);
 
 /* From now on this process's watchdog thread finds members by an index
  * (built now, under the thread lock) rather than by a walk: for the
  * receiver's owner, which alone renames slots, and for the parent as it
  * restores members (no child exists yet). */
-void beacon_worker_index(beacon_workers *ws);
+void beacon_worker_index(beacon_worker_balancer *ws);
 
 /* Members of this child's list: how many, and the slot of the i-th. */
-int beacon_worker_count(const beacon_workers *ws);
-beacon_slot *beacon_worker_at(const beacon_workers *ws, int i);
+int beacon_worker_count(const beacon_worker_balancer *ws);
+beacon_slot *beacon_worker_at(const beacon_worker_balancer *ws, int i);
 
 /* A member named url other than the slot kept: one the configuration
  * names (BalancerMember), not beacon's. */
-int beacon_worker_configured(beacon_workers *ws, const char *url,
+int beacon_worker_configured(beacon_worker_balancer *ws, const char *url,
                              const beacon_slot *kept);
 
 /* ------------------------------------------------------------------ */
@@ -181,7 +181,7 @@ int beacon_worker_configured(beacon_workers *ws, const char *url,
 /* The shared slot registry entry e names, when it still holds e's member
  * (same salted hash), else NULL; and noting in e where its member lives,
  * for a restart or a recycling to find it. */
-beacon_slot *beacon_worker_slot(const beacon_workers *ws, const beacon_entry *e);
+beacon_slot *beacon_worker_slot(const beacon_worker_balancer *ws, const beacon_entry *e);
 void beacon_worker_note_slot(beacon_entry *e, const beacon_slot *slot);
 
 /* What the policy reads of a slot. */
@@ -196,7 +196,7 @@ typedef struct {
     beacon_slot_view holder_view; /* when holder */
 } beacon_slot_look;
 
-void beacon_worker_look(const beacon_workers *ws, const beacon_slot *slot,
+void beacon_worker_look(const beacon_worker_balancer *ws, const beacon_slot *slot,
                         const char *route, beacon_slot_look *look);
 
 /* What a change of a member's slot writes, all of it in one go (under the
@@ -227,7 +227,7 @@ void beacon_worker_restart_slot(beacon_slot *slot, int out);
 
 /* In post_config: e's slot, brought back by BalancerPersist, released
  * (and taken off the list); nothing when e has none. */
-void beacon_worker_drop_slot(beacon_workers *ws, const beacon_entry *e);
+void beacon_worker_drop_slot(beacon_worker_balancer *ws, const beacon_entry *e);
 
 /* ------------------------------------------------------------------ */
 /* Defining and renaming members                                       */
@@ -239,7 +239,7 @@ void beacon_worker_drop_slot(beacon_workers *ws, const beacon_entry *e);
  * failure, with *no_slot set when growth is exhausted and *why (from p)
  * saying why, nothing left behind.
  */
-beacon_worker *beacon_worker_share_new(beacon_workers *ws,
+beacon_worker *beacon_worker_share_new(beacon_worker_balancer *ws,
                                        const beacon_member_params *params,
                                        const char *url, apr_pool_t *p,
                                        int *no_slot, const char **why);
@@ -269,16 +269,16 @@ beacon_slot *beacon_worker_slot_of(beacon_worker *w);
  * list, and told to the other children (they sync on their next request).
  * On failure (*why from p) it is undone as if never defined.
  */
-apr_status_t beacon_worker_commit(beacon_workers *ws, beacon_worker *w,
+apr_status_t beacon_worker_commit(beacon_worker_balancer *ws, beacon_worker *w,
                                   apr_pool_t *p, const char **why);
 
 /* In post_config (no child yet): appends w to the list, uninitialized, as
  * httpd's own configuration does with its members. */
-void beacon_worker_list(beacon_workers *ws, beacon_worker *w);
+void beacon_worker_list(beacon_worker_balancer *ws, beacon_worker *w);
 
 /* httpd's reading of url (scheme, host, port) with params, as a worker it
  * pushes nowhere (from p); NULL when httpd refuses it. */
-beacon_worker *beacon_worker_template(const beacon_workers *ws,
+beacon_worker *beacon_worker_template(const beacon_worker_balancer *ws,
                                       const beacon_member_params *params,
                                       const char *url, apr_pool_t *p);
 
@@ -289,11 +289,11 @@ int beacon_worker_same_origin(const beacon_slot *slot,
 
 /* Renames a slot in place to the template's url, clearing what belonged
  * to the old member (mod_proxy_beacon_recycle.c says when that is safe). */
-void beacon_worker_rename(beacon_workers *ws, beacon_slot *slot,
+void beacon_worker_rename(beacon_worker_balancer *ws, beacon_slot *slot,
                           const beacon_worker *tmpl);
 
 /* httpd's flag text ("Init Ok ") of every member of this child's list,
  * by canonical url (from p): one walk for a whole status page. */
-apr_hash_t *beacon_worker_flags(beacon_workers *ws, apr_pool_t *p);
+apr_hash_t *beacon_worker_flags(beacon_worker_balancer *ws, apr_pool_t *p);
 
 #endif /* MOD_PROXY_BEACON_WORKER_H */
