@@ -647,7 +647,7 @@ int beacon_receiver_views(apr_pool_t *p, const server_rec *only,
 
     *views = apr_pcalloc(p, sizeof(**views) * (receiver_count + 1));
     for (r = receivers; r; r = r->next) {
-        if (only && r->s != only) {
+        if (!beacon_util_view_shows(only, r->s)) {
             continue;
         }
         (*views)[n].s = r->s;

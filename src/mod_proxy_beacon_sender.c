@@ -624,7 +624,7 @@ int beacon_sender_views(apr_pool_t *p, const server_rec *only,
 
     *views = apr_pcalloc(p, sizeof(**views) * (sender_count + 1));
     for (snd = senders; snd; snd = snd->next) {
-        if (only && snd->s != only) {
+        if (!beacon_util_view_shows(only, snd->s)) {
             continue;
         }
         (*views)[n].s = snd->s;

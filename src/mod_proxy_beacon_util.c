@@ -83,3 +83,8 @@ int beacon_util_generation_replaced(void)
            ap_mpm_query(AP_MPMQ_GENERATION, &my_generation) == APR_SUCCESS &&
            ap_scoreboard_image->global->running_generation != my_generation;
 }
+
+int beacon_util_view_shows(const server_rec *only, const server_rec *s)
+{
+    return only == NULL || s == only;
+}

@@ -80,4 +80,11 @@ void beacon_util_block_stop_signals(void);
  */
 int beacon_util_generation_replaced(void);
 
+/*
+ * Whether a status view for only shows what server s runs: every
+ * server's with only NULL (BEACON_SCOPE_SERVER), else s's alone. The one
+ * rule for the receivers' views and the senders'.
+ */
+int beacon_util_view_shows(const server_rec *only, const server_rec *s);
+
 #endif /* MOD_PROXY_BEACON_UTIL_H */
