@@ -580,18 +580,22 @@ def test_count_exits_after_n_datagrams(listen):
 # ---------------------------------------------------------------------------
 # send
 
-def test_send_once_is_accepted(listen):
-    listener = listen("--count", "1")
-    r = run(["send", "--once", "--to", f"udp://127.0.0.1:{listener.port}",
-             "--url", "http://127.0.0.1:8080/", "--host", "web-2"],
-            secret=HEX_SECRET)
+def send_once_accepted(listener, to, args, fields):
+    """`send --once --to TO ARGS` exits 0, silent, and the listener (one
+    datagram) accepts it with these fields, as an add."""
+    r = run(["send", "--once", "--to", to] + args, secret=HEX_SECRET)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
     line = listener.expect(r"^(accepted|dropped) ")
-    assert re.search(r"^accepted url=http://127\.0\.0\.1:8080 "
-                     r"host=web-2 pid=\d+ seq=0 ts=\d+ "
-                     r"from 127\.0\.0\.1:\d+ -> add$", line)
+    assert re.search(r"^accepted " + fields + r" from 127\.0\.0\.1:\d+ -> add$", line), line
     assert listener.wait() == 0
+
+
+def test_send_once_is_accepted(listen):
+    listener = listen("--count", "1")
+    send_once_accepted(listener, f"udp://127.0.0.1:{listener.port}",
+                       ["--url", "http://127.0.0.1:8080/", "--host", "web-2"],
+                       r"url=http://127\.0\.0\.1:8080 host=web-2 pid=\d+ seq=0 ts=\d+")
 
 
 def test_sigterm_sends_leaving_and_exits_0(listen, spawn):
@@ -654,15 +658,10 @@ def test_failing_target_is_reported_once_and_others_still_served(listen,
 
 def test_service_is_sent(listen):
     listener = listen("--count", "1", "--service", "shop")
-    r = run(["send", "--once", "--to", f"127.0.0.1:{listener.port}",
-             "--url", "http://127.0.0.1:8089", "--host", "web-3",
-             "--service", "shop"], secret=HEX_SECRET)
-    assert r.returncode == 0, r.stderr
-    line = listener.expect(r"^(accepted|dropped) ")
-    assert re.search(r"^accepted url=http://127\.0\.0\.1:8089 "
-                     r"host=web-3 pid=\d+ seq=0 ts=\d+ svc=shop "
-                     r"from 127\.0\.0\.1:\d+ -> add$", line)
-    assert listener.wait() == 0
+    send_once_accepted(listener, f"127.0.0.1:{listener.port}",
+                       ["--url", "http://127.0.0.1:8089", "--host", "web-3",
+                        "--service", "shop"],
+                       r"url=http://127\.0\.0\.1:8089 host=web-3 pid=\d+ seq=0 ts=\d+ svc=shop")
 
 
 def test_route_and_lbfactor_are_sent_in_every_datagram(listen, spawn):
