@@ -9,6 +9,7 @@ table holds gets a share of it, so that it cannot crowd out the contexts
 of the balancers configured after it, and what its share leaves out is
 logged."""
 
+import os
 import re
 import socket
 import time
@@ -33,6 +34,15 @@ API = f"ProxyBeaconBalancer api service=api secret={API_KEY} contexts=/api"
 FLOOD = 6000
 MEMBERS = 200  # the flood's urls: a table of up to 3,200 long contexts
 ROUTE_EVERY = 0.2  # the coalescing bound (docs/routing.md)
+# Under make check-asan-module (BEACON_SAN_LOG_DIR set) every datagram
+# costs the receiver about ten times as much, its rebuilds or not: the
+# flood alone takes some 7 s to drain from the socket, where it takes
+# 0.6 s, and ASan's quarantine holds freed memory for a while. The lease
+# and the memory bound grow with it; what is measured, a drain well inside
+# the lease and memory that does not follow the flood, is the same.
+SANITIZED = bool(os.environ.get("BEACON_SAN_LOG_DIR"))
+LEASE = 20 if SANITIZED else 2
+RSS_GROWTH_KIB = (64 if SANITIZED else 16) * 1024
 
 
 def rss_kib(pid):
@@ -61,7 +71,7 @@ def settled(read, quiet=0.5, timeout=60):
 
 def test_a_flood_of_claim_changes_starves_no_other_service(httpd_factory,
                                                            backend_factory, capsys):
-    h, udp = routing_proxy(httpd_factory, timeout="2", balancers=(SHOP, API),
+    h, udp = routing_proxy(httpd_factory, timeout=str(LEASE), balancers=(SHOP, API),
                            extra_config=ONE_CHILD)
     start_receiver(h)
     shop, api = shop_of(udp), api_of(udp)
@@ -96,8 +106,8 @@ def test_a_flood_of_claim_changes_starves_no_other_service(httpd_factory,
         # whichever member is in rotation); then a member of shop's own
         # changes its claim ten times at once: the first is routed at
         # once, the last within the bound of the rebuild before it
-        wait_for(lambda: not any(enabled(w) for w in h.balancer_members("shop")), 10,
-                 "the flood's members out of rotation")
+        wait_for(lambda: not any(enabled(w) for w in h.balancer_members("shop")),
+                 LEASE + 8, "the flood's members out of rotation")
         claim(shop, last.url, "/shop/first")
         wait_routed(h, "/shop/first/x", "last")
         for i in range(10):
@@ -115,7 +125,7 @@ def test_a_flood_of_claim_changes_starves_no_other_service(httpd_factory,
               f"{routed * 1000:.0f} ms after it was sent")
     assert "evicted backend %s" % b.url not in h.error_log()
     assert client.failed == 0, client.statuses
-    assert rss_after - rss_before < 16 * 1024, (rss_before, rss_after)
+    assert rss_after - rss_before < RSS_GROWTH_KIB, (rss_before, rss_after)
     # a rebuild names at most 16 contexts routed and 16 withdrawn (one
     # announcement's worth), and counts the rest in one line
     log = h.error_log()
