@@ -38,12 +38,15 @@ def sign(*args, secret=None):
     return r.stdout[:-1]
 
 
+# The fields of the url vector (docs/wire-format.md, "Test vectors"), as
+# sign's options.
+URL_VECTOR_FIELDS = ("--url", "http://10.0.0.5:8080", "--host", "web-1", "--pid",
+                     "4242", "--seq", "17", "--ts", "1796000000000000")
+
+
 def test_hex_key_from_secret_file_gives_the_url_vector(secret_file):
     path = secret_file(HEX_SECRET + "\n")
-    assert sign(
-        "--url", "http://10.0.0.5:8080", "--host", "web-1", "--pid",
-        "4242", "--seq", "17", "--ts", "1796000000000000",
-        "--secret-file", path) == VECTOR_URL
+    assert sign(*URL_VECTOR_FIELDS, "--secret-file", path) == VECTOR_URL
 
 
 def test_heartbeat_without_url_gives_the_heartbeat_vector(secret_file):
@@ -54,26 +57,17 @@ def test_heartbeat_without_url_gives_the_heartbeat_vector(secret_file):
 
 
 def test_passphrase_key_from_environment_gives_the_passphrase_vector():
-    assert sign(
-        "--url", "http://10.0.0.5:8080", "--host", "web-1", "--pid",
-        "4242", "--seq", "17", "--ts", "1796000000000000",
-        secret=PASSPHRASE) == VECTOR_PASSPHRASE
+    assert sign(*URL_VECTOR_FIELDS, secret=PASSPHRASE) == VECTOR_PASSPHRASE
 
 
 def test_passphrase_from_file_with_crlf_line_end(secret_file):
     path = secret_file(PASSPHRASE + "\r\nsecond line ignored\n")
-    assert sign(
-        "--url", "http://10.0.0.5:8080", "--host", "web-1", "--pid",
-        "4242", "--seq", "17", "--ts", "1796000000000000",
-        "--secret-file", path) == VECTOR_PASSPHRASE
+    assert sign(*URL_VECTOR_FIELDS, "--secret-file", path) == VECTOR_PASSPHRASE
 
 
 def test_secret_file_wins_over_environment(secret_file):
     path = secret_file(HEX_SECRET + "\n")
-    assert sign(
-        "--url", "http://10.0.0.5:8080", "--host", "web-1", "--pid",
-        "4242", "--seq", "17", "--ts", "1796000000000000",
-        "--secret-file", path, secret=PASSPHRASE) == VECTOR_URL
+    assert sign(*URL_VECTOR_FIELDS, "--secret-file", path, secret=PASSPHRASE) == VECTOR_URL
 
 
 def test_url_is_canonicalized_and_state_written_before_mac():
