@@ -254,12 +254,33 @@ static int ref_entry_allows(const beacon_reach_entry_t *e, const ref_host_t *h,
     return 0;
 }
 
+/* A reserved slot's name: beacon.invalid or a name under it, in any case
+ * and with any trailing dots; no list allows one. */
+static int ref_reserved(const ref_host_t *h)
+{
+    static const char domain[] = "beacon.invalid";
+    const size_t dlen = sizeof(domain) - 1;
+    size_t len = h->len;
+
+    if (h->is_addr || h->name == NULL) {
+        return 0;
+    }
+    while (len > 0 && h->name[len - 1] == '.') {
+        len--;
+    }
+    return len >= dlen && strncasecmp(h->name + len - dlen, domain, dlen) == 0 &&
+           (len == dlen || h->name[len - dlen - 1] == '.');
+}
+
 static int ref_allows(const beacon_reach_t *reach, const ref_host_t *h,
                       const ref_source_t *src)
 {
     const ref_range_t *range = ref_range(h);
     unsigned i;
 
+    if (ref_reserved(h)) {
+        return 0;
+    }
     if (reach == NULL) {
         return range == NULL;
     }
@@ -474,7 +495,8 @@ static void check_url(const beacon_reach_t *reach, const char *url,
                ref_allows(reach, &h, src) ? "allowed" : "refused",
                h.is_addr ? (h.v4 ? "IPv4" : "IPv6") : "a name");
     if (got != NULL) {
-        FUZZ_CHECK(ref_range(&h) != NULL
+        FUZZ_CHECK(ref_reserved(&h) ? strstr(got, "reserved slot") != NULL
+                   : ref_range(&h) != NULL
                        ? strstr(got, "refused by default") != NULL
                        : strcmp(got, "no entry allows it") == 0,
                    "%s: message \"%s\"", url, got);
@@ -503,7 +525,13 @@ static void check_url(const beacon_reach_t *reach, const char *url,
     gate.balancer = reach;
     gate.source = sa;
     gate_why = beacon_reach_gate_refusal(&gate, exact, &by);
-    if (dflt != NULL) {
+    if (ref_reserved(&h)) {
+        /* refused before any list: no list is named */
+        FUZZ_CHECK(gate_why != NULL && strstr(gate_why, "reserved slot") != NULL &&
+                       by == -1,
+                   "%s: gate %s by %d", url, gate_why ? gate_why : "allowed", by);
+    }
+    else if (dflt != NULL) {
         FUZZ_CHECK(gate_why == dflt && by == 0, "%s: gate %s by %d", url,
                    gate_why ? gate_why : "allowed", by);
     }
@@ -513,7 +541,8 @@ static void check_url(const beacon_reach_t *reach, const char *url,
     }
     gate.receiver = reach;
     gate.balancer = NULL;
-    FUZZ_CHECK(beacon_reach_gate_refusal(&gate, exact, &by) == got && by == 0,
+    FUZZ_CHECK(beacon_reach_gate_refusal(&gate, exact, &by) == got &&
+                   by == (ref_reserved(&h) ? -1 : 0),
                "%s: a gate of the receiver alone", url);
     free(copy);
     free(exact);
