@@ -38,6 +38,12 @@ def sign(*args, secret=None):
     return r.stdout[:-1]
 
 
+def heard(listener, datagram):
+    """Sends datagram to listener; the line it prints for it."""
+    udp_send(listener.port, datagram)
+    return listener.expect(r"^(accepted|dropped) ")
+
+
 # The fields of the url vector (docs/wire-format.md, "Test vectors"), as
 # sign's options.
 URL_VECTOR_FIELDS = ("--url", "http://10.0.0.5:8080", "--host", "web-1", "--pid",
@@ -217,8 +223,7 @@ def test_signed_datagram_is_accepted_and_forged_one_dropped(listener):
     good = run(["sign", "--url", "HTTP://127.0.0.1:8080/", "--host",
                 "web-1", "--pid", "42", "--seq", "0", "--ts", str(ts)],
                secret=HEX_SECRET).stdout.rstrip("\n")
-    udp_send(listener.port, good)
-    line = listener.expect(r"^(accepted|dropped) ")
+    line = heard(listener, good)
     assert re.search(rf"^accepted url=http://127\.0\.0\.1:8080 "
                      rf"host=web-1 pid=42 seq=0 ts={ts} "
                      rf"from 127\.0\.0\.1:\d+ -> add$", line)
@@ -226,13 +231,11 @@ def test_signed_datagram_is_accepted_and_forged_one_dropped(listener):
     # one hex digit of the mac changed
     last = good[-1]
     forged = good[:-1] + ("0" if last != "0" else "1")
-    udp_send(listener.port, forged)
-    line = listener.expect(r"^(accepted|dropped) ")
+    line = heard(listener, forged)
     assert re.search(r"^dropped mac mismatch from 127\.0\.0\.1:\d+", line)
 
     # the same datagram again: the replay check has seen its ts
-    udp_send(listener.port, good)
-    line = listener.expect(r"^(accepted|dropped) ")
+    line = heard(listener, good)
     assert re.search(r"^dropped replayed/reordered ts from ", line)
 
 
@@ -243,16 +246,14 @@ def test_accepted_lines_show_the_v1_1_fields_in_wire_order(listener):
                   "--route", "web1", "--lbfactor", "2.5",
                   "--state", "leaving"],
                  secret=HEX_SECRET).stdout.rstrip("\n")
-    udp_send(listener.port, signed)
-    line = listener.expect(r"^(accepted|dropped) ")
+    line = heard(listener, signed)
     assert re.search(rf"^accepted url=http://127\.0\.0\.1:8085 "
                      rf"host=web-1 ts={ts} svc=cart route=web1 "
                      rf"lbfactor=2\.5 state=leaving "
                      rf"from 127\.0\.0\.1:\d+ -> ignore$", line)
     heartbeat = run(["sign", "--ts", "now", "--service", "cart"],
                     secret=HEX_SECRET).stdout.rstrip("\n")
-    udp_send(listener.port, heartbeat)
-    line = listener.expect(r"^(accepted|dropped) ")
+    line = heard(listener, heartbeat)
     assert re.search(r"^accepted heartbeat ts=\d+ svc=cart "
                      r"from 127\.0\.0\.1:\d+$", line)
 
@@ -263,8 +264,7 @@ def test_accepted_lines_show_svc_ctx_and_state_of_v1_2(listener):
                   "--service", "shop", "--ctx", "/shop,/cart",
                   "--state", "draining"],
                  secret=HEX_SECRET).stdout.rstrip("\n")
-    udp_send(listener.port, signed)
-    line = listener.expect(r"^(accepted|dropped) ")
+    line = heard(listener, signed)
     assert re.search(rf"^accepted url=http://127\.0\.0\.1:8087 "
                      rf"ts={ts} svc=shop ctx=/shop,/cart "
                      rf"state=draining from 127\.0\.0\.1:\d+ -> add$", line)
@@ -276,8 +276,7 @@ def test_a_bad_route_or_lbfactor_is_a_bad_field_named_by_its_key(listener):
                        ("ctx", "/shop/"), ("state", "paused")):
         body = (f"BEACON url=http://127.0.0.1:8091 ts={now_usec()} "
                 f"{key}={value}")
-        udp_send(listener.port, sign_body(body))
-        line = listener.expect(r"^(accepted|dropped) ")
+        line = heard(listener, sign_body(body))
         assert re.search(rf"^dropped bad field {key} from "
                          rf"127\.0\.0\.1:\d+: \"BEACON .* "
                          rf"{key}={re.escape(value)} mac=", line)
@@ -286,15 +285,13 @@ def test_a_bad_route_or_lbfactor_is_a_bad_field_named_by_its_key(listener):
 def test_a_bad_svc_is_a_bad_field_named_by_its_key(listener):
     # sign refuses a bad service, so the datagram is signed here
     body = f"BEACON url=http://127.0.0.1:8086 ts={now_usec()} svc=shop!"
-    udp_send(listener.port, sign_body(body))
-    line = listener.expect(r"^(accepted|dropped) ")
+    line = heard(listener, sign_body(body))
     assert re.search(r"^dropped bad field svc from 127\.0\.0\.1:\d+: "
                      r'"BEACON .* svc=shop! mac=[0-9a-f]{16}"$', line)
 
 
 def test_peer_bytes_are_escaped(listener):
-    udp_send(listener.port, b"BEACON \x01\xff\"\\ \x1b[2J")
-    line = listener.expect(r"^(accepted|dropped) ")
+    line = heard(listener, b"BEACON \x01\xff\"\\ \x1b[2J")
     assert line.startswith("dropped bad frame from 127.0.0.1:"), line
     assert r'"BEACON \x01\xff\x22\x5c \x1b[2J"' in line
     assert line.isprintable(), repr(line)
@@ -304,15 +301,13 @@ def test_stale_ts_and_heartbeat(listener):
     stale = run(["sign", "--url", "http://127.0.0.1:8081",
                  "--ts", str(now_usec() - 120 * 1000000)],
                 secret=HEX_SECRET).stdout.rstrip("\n")
-    udp_send(listener.port, stale)
-    line = listener.expect(r"^(accepted|dropped) ")
+    line = heard(listener, stale)
     assert re.search(r"^dropped stale ts from 127\.0\.0\.1:\d+: "
                      r"ts=\d+ is 1[12]\d\.\d{3} s behind this clock", line)
 
     heartbeat = run(["sign", "--host", "hb-1", "--ts", "now"],
                     secret=HEX_SECRET).stdout.rstrip("\n")
-    udp_send(listener.port, heartbeat)
-    line = listener.expect(r"^(accepted|dropped) ")
+    line = heard(listener, heartbeat)
     assert re.search(r"^accepted heartbeat host=hb-1 ts=\d+ "
                      r"from 127\.0\.0\.1:\d+$", line)
 
