@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "beacon_context.h"
+#include "beacon.h"
 
 static int is_segment_char(char c)
 {

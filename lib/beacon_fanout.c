@@ -17,7 +17,7 @@
 #include <apr_atomic.h>
 #include <apr_strings.h>
 
-#include "beacon_fanout.h"
+#include "beacon.h"
 
 apr_size_t beacon_fanout_size(unsigned nnames)
 {

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "beacon_ring.h"
+#include "beacon.h"
 
 #define NO_INDEX (-1)
 

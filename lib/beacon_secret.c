@@ -26,7 +26,7 @@
 #include <apr_strings.h>
 #include <apr_errno.h>
 
-#include "beacon_secret.h"
+#include "beacon.h"
 
 #define WAIT_SLICE apr_time_from_msec(10)
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-#include "beacon_url.h"
+#include "beacon.h"
 
 /*
  * What httpd can hold of a member (mod_proxy.h of 2.4): a scheme of at

@@ -71,31 +71,25 @@ beacon_balancer *beacon_balancer_open(apr_pool_t *pconf, server_rec *s,
     return t;
 }
 
-/*
- * maxattempts as httpd sets it for static members (members minus one), for
- * a balancer beacon fills at runtime, only while the value is beacon's:
- * one the configuration set before beacon wrote any, or one typed into
- * balancer-manager (which writes the value, not the flag that puts it in
- * effect) differs from what beacon wrote last, and is the admin's. Then
- * beacon only puts it in effect, and never changes it.
- */
+/* maxattempts, while it is beacon's (beacon_decide_failover), as httpd
+ * sets it for static members; a placeholder is no member: it never
+ * serves. */
 static void count_failover(beacon_balancer *t)
 {
     beacon_registry_header *h = beacon_registry_header_of(t->registry);
-    /* a placeholder is no member: it never serves */
-    int members = beacon_worker_count(t->w) - beacon_slots_free(t->slots);
-    int max_attempts, in_effect;
+    int max_attempts, in_effect, value, members;
 
-    if (h == NULL || members < 2) {
+    if (h == NULL) {
         return;
     }
-    beacon_worker_failover(t->w, &max_attempts, &in_effect);
-    if (h->max_attempts >= 0 ? max_attempts != h->max_attempts
-                             : in_effect || max_attempts != 0) {
-        beacon_worker_set_failover(t->w, -1); /* the admin's */
-    }
-    else {
-        beacon_worker_set_failover(t->w, h->max_attempts = members - 1);
+    members = beacon_worker_failover(t->w, &max_attempts, &in_effect) -
+              beacon_slots_free(t->slots);
+    if (beacon_decide_failover(members, h->max_attempts, max_attempts,
+                               in_effect, &value)) {
+        if (value >= 0) {
+            h->max_attempts = value;
+        }
+        beacon_worker_set_failover(t->w, value);
     }
 }
 
@@ -129,91 +123,19 @@ void beacon_balancer_sync(beacon_balancer *t)
     beacon_worker_pick_up(t->w);
 }
 
-/* Beacon takes a member out of rotation (or back): the registry keeps
- * when, and how often httpd had elected it then (elected), for
- * recycling's G1. */
-static void mark_out(beacon_entry *e, int out, apr_uint64_t elected)
-{
-    if (out && !e->out) {
-        e->out_since = apr_time_now();
-        e->elected_at_out = elected;
-    }
-    e->out = out != 0;
-    if (!out) {
-        e->forgotten = 0;
-    }
-}
-
 /* ------------------------------------------------------------------ */
 /* What a backend announces of itself                                  */
 
-/* The flag an announced state asks for (wire format 1.2): draining is
- * httpd's drain (N), standby its hot standby (H). */
-static apr_uint32_t state_flags(const beacon_member_attrs *attrs)
-{
-    switch (attrs->state) {
-    case BEACON_WIRE_DRAINING: return BEACON_W_DRAIN;
-    case BEACON_WIRE_STANDBY:  return BEACON_W_HOT_STANDBY;
-    default:                   return 0;
-    }
-}
-
-/*
- * Whether the holder of a route gives it up to a member whose backend
- * announces it: when beacon took the holder out of rotation (a departed
- * backend whose replacement announces the same jvmRoute). A member in
- * rotation, or one the admin configured or stopped, keeps it.
- */
-static int gives_up_route(const beacon_balancer *t, const beacon_slot_view *holder)
-{
-    const beacon_entry *e = entry_of(t, holder->name);
-
-    return e != NULL && e->out && (holder->status & BEACON_W_DISABLED) &&
-           !(holder->status & BEACON_ADMIN_FLAGS);
-}
-
-/*
- * What the backend's announcement asks of member e, its slot as look saw
- * it, into c; nothing is written. It is compared with the member as it
- * is, not with the last announcement: a value the member lost (a restart
- * gave back an older one, an admin typed another) is set again. The
- * state sets what the member lacks and clears what an earlier announced
- * state set and it no longer asks for: never an admin's flag; a leaving
- * announces no state (the member goes out of rotation). Returns 1 when
- * the route is refused (another member keeps it).
- */
+/* What the backend's announcement asks of member e, as look saw its slot
+ * (beacon_decide_attrs); returns 1 when its route is refused. */
 static int plan_attrs(const beacon_balancer *t, const beacon_entry *e,
                       const beacon_slot_look *look,
                       const beacon_member_attrs *attrs, beacon_slot_change *c)
 {
-    const beacon_slot_view *v = &look->self;
-    int refused = 0;
+    const beacon_entry *holder =
+        look->holder ? entry_of(t, look->holder_view.name) : NULL;
 
-    memset(c, 0, sizeof(*c));
-    if (attrs == NULL) {
-        return 0;
-    }
-    if (attrs->route[0] && strcmp(attrs->route, v->route) != 0) {
-        /* stickiness must name one member: the later one goes without */
-        refused = look->holder && !gives_up_route(t, &look->holder_view);
-        if (!refused) {
-            c->route = attrs->route;
-            c->route_from = look->holder;
-        }
-    }
-    if (attrs->lbfactor && attrs->lbfactor != v->lbfactor) {
-        c->lbfactor = attrs->lbfactor;
-    }
-    if (attrs->state != BEACON_WIRE_LEAVING) {
-        c->set = state_flags(attrs) & ~v->status;
-        c->clear = e->announced_flags & ~state_flags(attrs);
-    }
-    return refused;
-}
-
-static int changes_slot(const beacon_slot_change *c)
-{
-    return c->route || c->lbfactor || c->set || c->clear || c->enable;
+    return beacon_decide_attrs(look, holder, e->announced_flags, attrs, c);
 }
 
 /* What plan_attrs planned, once applied: the entry keeps the flags an
@@ -224,7 +146,7 @@ static void log_attrs(beacon_balancer *t, beacon_entry *e,
 {
     apr_time_t now = apr_time_now();
 
-    e->announced_flags = (e->announced_flags & ~c->clear) | c->set;
+    e->announced_flags = beacon_decide_announced_after(e->announced_flags, c);
     if (c->route_from) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00140)
                      "route %s of %s, out of rotation, goes to %s in %s",
@@ -276,7 +198,7 @@ static void apply_attrs(beacon_balancer *t, beacon_entry *e, beacon_slot *slot,
     refused = plan_attrs(t, e, &look, attrs, &c);
     c.enable = enable;
     if (enable) {
-        mark_out(e, 0, 0);
+        beacon_decide_mark_out(e, 0, 0, 0);
     }
     beacon_worker_apply(slot, &c);
     log_attrs(t, e, &look, &c, refused);
@@ -285,8 +207,34 @@ static void apply_attrs(beacon_balancer *t, beacon_entry *e, beacon_slot *slot,
 /* ------------------------------------------------------------------ */
 /* Members in and out of rotation                                      */
 
-/* No free slot: the slot of a long-gone member, renamed to url and put
- * in rotation; NO_SLOT when none is ready (info->ready_at says when). */
+/* The one way an add ends (beacon_decide_join): member e in slot gets
+ * what its backend announces, is made a member when it still has to be
+ * (w: its worker), counted, and found in the list afterwards. */
+static beacon_add_result joined(beacon_balancer *t, beacon_join_way way,
+                                beacon_entry *e, beacon_slot *slot,
+                                beacon_worker *w,
+                                const beacon_member_attrs *attrs,
+                                apr_pool_t *p, beacon_add_info *info)
+{
+    beacon_join_plan plan;
+
+    beacon_decide_join(way, &plan);
+    apply_attrs(t, e, slot, attrs, plan.enable);
+    if (plan.commit && beacon_worker_commit(t->w, w, p, &info->why) != APR_SUCCESS) {
+        beacon_registry_forget(e);
+        return BEACON_ADD_FAILED;
+    }
+    if (plan.recount) {
+        count_failover(t);
+    }
+    if (plan.confirm && !beacon_worker_confirmed(t->w, e->url)) {
+        return BEACON_ADD_NOT_CONFIRMED;
+    }
+    return plan.result;
+}
+
+/* No free slot: the slot of a long-gone member, renamed to url; NO_SLOT
+ * when none is ready (info->ready_at says when). */
 static beacon_add_result recycle_for(beacon_balancer *t, const char *url,
                                      const beacon_member_attrs *attrs,
                                      apr_pool_t *p, beacon_add_info *info)
@@ -299,33 +247,18 @@ static beacon_add_result recycle_for(beacon_balancer *t, const char *url,
     if (slot == NULL || (e = entry_of(t, url)) == NULL) {
         return BEACON_ADD_NO_SLOT;
     }
-    apply_attrs(t, e, slot, attrs, 1);
-    return BEACON_ADD_RECYCLED;
+    return joined(t, BEACON_JOIN_RECYCLED, e, slot, NULL, attrs, p, info);
 }
 
-/* A new member in the reserved slot it took (renamed from a placeholder,
- * which no child ever connected to), in rotation with what its backend
- * announces. */
-static beacon_add_result reserved_for(beacon_balancer *t, const char *url,
-                                      beacon_slot *slot,
-                                      const beacon_member_attrs *attrs)
-{
-    beacon_entry *e = beacon_registry_put(t->registry, t->name, url);
-
-    beacon_worker_note_slot(e, slot);
-    apply_attrs(t, e, slot, attrs, 1);
-    count_failover(t);
-    return BEACON_ADD_DONE;
-}
-
-/* A new member in a free reserved slot, else in a free growth slot with
- * what its backend announces before any request can use it (it is not
- * initialized until then), else in a recycled one. */
+/* A new member in a free reserved slot (renamed from a placeholder, which
+ * no child ever connected to), else in a free growth slot, else in a
+ * recycled one. */
 static beacon_add_result define_and_share(beacon_balancer *t, const char *url,
                                           const beacon_member_attrs *attrs,
                                           apr_pool_t *p, beacon_add_info *info)
 {
-    beacon_worker *w;
+    beacon_join_way way = BEACON_JOIN_RESERVED;
+    beacon_worker *w = NULL;
     beacon_slot *slot;
     beacon_entry *e;
     int no_slot;
@@ -334,25 +267,19 @@ static beacon_add_result define_and_share(beacon_balancer *t, const char *url,
         info->why = "the member registry is full";
         return BEACON_ADD_FAILED;
     }
-    if ((slot = beacon_slots_take(t->slots, t->policy.params, url, p)) != NULL) {
-        return reserved_for(t, url, slot, attrs);
+    if ((slot = beacon_slots_take(t->slots, t->policy.params, url, p)) == NULL) {
+        w = beacon_worker_share_new(t->w, t->policy.params, url, p, &no_slot,
+                                    &info->why);
+        if (w == NULL) {
+            return no_slot ? recycle_for(t, url, attrs, p, info)
+                           : BEACON_ADD_FAILED;
+        }
+        way = BEACON_JOIN_GROWTH;
+        slot = beacon_worker_slot_of(w);
     }
-    w = beacon_worker_share_new(t->w, t->policy.params, url, p, &no_slot,
-                                &info->why);
-    if (w == NULL) {
-        return no_slot ? recycle_for(t, url, attrs, p, info)
-                       : BEACON_ADD_FAILED;
-    }
-    slot = beacon_worker_slot_of(w);
     e = beacon_registry_put(t->registry, t->name, url);
     beacon_worker_note_slot(e, slot);
-    apply_attrs(t, e, slot, attrs, 0);
-    if (beacon_worker_commit(t->w, w, p, &info->why) != APR_SUCCESS) {
-        beacon_registry_forget(e);
-        return BEACON_ADD_FAILED;
-    }
-    count_failover(t);
-    return BEACON_ADD_DONE;
+    return joined(t, way, e, slot, w, attrs, p, info);
 }
 
 /* Adds url as a member, under the balancer's locks (see
@@ -372,17 +299,13 @@ static beacon_add_result add(beacon_balancer *t, const char *url,
     }
     if ((existing = beacon_worker_find(t->w, url)) == NULL) {
         result = define_and_share(t, url, attrs, p, info);
-        if ((result == BEACON_ADD_DONE || result == BEACON_ADD_RECYCLED) &&
-            !(beacon_worker_confirmed(t->w, url) && entry_of(t, url) != NULL)) {
-            result = BEACON_ADD_NOT_CONFIRMED;
-        }
     }
     else if ((e = entry_of(t, url)) == NULL) {
         result = BEACON_ADD_NOT_OURS;
     }
     else {
-        apply_attrs(t, e, existing, attrs, 1);
-        result = BEACON_ADD_ADOPTED;
+        result = joined(t, BEACON_JOIN_ADOPTED, e, existing, NULL, attrs, p,
+                        info);
     }
     beacon_worker_unlock(t->w);
     return result;
@@ -391,62 +314,40 @@ static beacon_add_result add(beacon_balancer *t, const char *url,
 apr_status_t beacon_balancer_set_disabled(beacon_balancer *t, const char *url,
                                           int disabled, int *hint)
 {
-    apr_status_t rv = beacon_worker_hold(t->w); /* the registry is written too */
+    /* found as the owner finds it (it alone writes entries), and written
+     * under the balancer's locks, with the slot */
+    beacon_entry *e = beacon_registry_find_hinted(t->registry, t->name, url,
+                                                  hint);
     beacon_slot_change c;
     beacon_slot_view v;
-    beacon_entry *e = NULL;
     beacon_slot *slot;
+    apr_status_t rv;
 
-    if (rv != APR_SUCCESS) {
+    if (e == NULL) {
+        return APR_NOTFOUND;
+    }
+    if ((rv = beacon_worker_hold(t->w)) != APR_SUCCESS) {
         return rv;
     }
-    if ((slot = beacon_worker_find(t->w, url)) == NULL ||
-        (e = beacon_registry_find_hinted(t->registry, t->name, url,
-                                          hint)) == NULL) {
+    if ((slot = beacon_worker_find(t->w, url)) == NULL) {
         beacon_worker_unlock(t->w);
         return APR_NOTFOUND;
     }
     beacon_worker_view(slot, &v);
-    memset(&c, 0, sizeof(c));
-    if (disabled) {
-        /* Only D, and what an announced state set (it would hold
-         * recycling back, as an admin's flag does): Stopped, Drain and
-         * health-check failures are the admin's. */
-        c.set = BEACON_W_DISABLED;
-        c.clear = e->announced_flags;
-        e->announced_flags = 0;
-    }
-    c.enable = !disabled;
-    mark_out(e, disabled, v.elected);
+    e->announced_flags = beacon_decide_rotation(disabled, e->announced_flags,
+                                                &c);
+    beacon_decide_mark_out(e, disabled, v.elected, apr_time_now());
     beacon_worker_apply(slot, &c);
     beacon_worker_unlock(t->w);
     return APR_SUCCESS;
-}
-
-/* A member's route, load factor or state differs from what its backend
- * announces: applied under the balancer's locks, as balancer-manager
- * edits them. */
-static void apply_changed_attrs(beacon_balancer *t, const char *url,
-                                const beacon_member_attrs *attrs)
-{
-    beacon_slot *slot;
-    beacon_entry *e;
-
-    if (beacon_worker_hold(t->w) != APR_SUCCESS) {
-        return; /* logged; the next announcement tries again */
-    }
-    if ((e = entry_of(t, url)) != NULL &&
-        (slot = beacon_worker_slot(t->w, e)) != NULL) {
-        apply_attrs(t, e, slot, attrs, 0);
-    }
-    beacon_worker_unlock(t->w);
 }
 
 /* An accepted announcement of member url (or of a url that waits for a
  * slot, whose replay mark, if its old slot went to another, rises too):
  * its last-heard time and replay mark, and what it announces of itself
  * when that differs from the member, looked at without the lock (the
- * owner alone writes these) and again under it. */
+ * owner alone writes these) and again under it, as balancer-manager edits
+ * a member. */
 static void heard(beacon_balancer *t, const beacon_announcement *a,
                   apr_time_t now, beacon_outcome *out)
 {
@@ -457,17 +358,12 @@ static void heard(beacon_balancer *t, const beacon_announcement *a,
     beacon_slot *slot;
 
     if (e == NULL) {
-        e = beacon_registry_find_mark(t->registry, t->name, a->url);
-        if (e != NULL && a->ts > e->high_ts) {
-            e->high_ts = a->ts;
-            e->last_heard = now;
+        if ((e = beacon_registry_find_mark(t->registry, t->name, a->url))) {
+            beacon_decide_heard(e, a->ts, now);
         }
         return;
     }
-    if (a->ts > e->high_ts) {
-        e->high_ts = a->ts;
-    }
-    e->last_heard = now;
+    beacon_decide_heard(e, a->ts, now);
     if (a->attrs && a->attrs->claims) {
         out->claims_changed = beacon_registry_claim(
             t->registry, (unsigned)*a->hint, a->attrs->ctx.ptr ? a->attrs->ctx.ptr : "",
@@ -477,8 +373,11 @@ static void heard(beacon_balancer *t, const beacon_announcement *a,
         return;
     }
     beacon_worker_look(t->w, slot, a->attrs->route, &look);
-    if (plan_attrs(t, e, &look, a->attrs, &c) || changes_slot(&c)) {
-        apply_changed_attrs(t, a->url, a->attrs);
+    if ((plan_attrs(t, e, &look, a->attrs, &c) || beacon_decide_changes_slot(&c)) &&
+        beacon_worker_hold(t->w) == APR_SUCCESS) { /* else logged; the next
+                                                    * announcement tries again */
+        apply_attrs(t, e, slot, a->attrs, 0);
+        beacon_worker_unlock(t->w);
     }
 }
 

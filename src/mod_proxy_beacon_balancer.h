@@ -12,30 +12,10 @@
 
 #include "mod_proxy_beacon_restore.h"
 
-typedef enum {
-    BEACON_ADD_DONE,          /* created, shared, initialized, confirmed */
-    BEACON_ADD_RECYCLED,      /* took the slot of a long-gone member */
-    BEACON_ADD_ADOPTED,       /* existed already, created by beacon: enabled */
-    BEACON_ADD_NOT_OURS,      /* a member beacon did not create */
-    BEACON_ADD_NO_SLOT,       /* growth exhausted */
-    BEACON_ADD_FAILED,        /* httpd refused; details logged */
-    BEACON_ADD_NOT_CONFIRMED  /* added, but not found afterwards */
-} beacon_add_result;
 
 /* One receiver's balancer and registry. */
 typedef struct beacon_balancer beacon_balancer;
 
-/* What a backend announces of itself besides its url (wire format 1.1):
- * the backend owns these; what it does not announce is the admin's. */
-typedef struct {
-    char route[BEACON_ROUTE_MAX + 1]; /* "": not announced */
-    int lbfactor;                     /* hundredths; 0: not announced */
-    beacon_wire_state_t state;        /* draining: N, standby: H (1.2) */
-    int claims;                       /* the balancer routes contexts, and
-                                       * this announcement says which the
-                                       * member serves (ctx, below) */
-    beacon_span_t ctx;                /* ctx=, checked; absent: none */
-} beacon_member_attrs;
 
 /* What an add says besides its result. */
 typedef struct {

@@ -67,7 +67,7 @@ static void report(name_lookup *nl, const beacon_fanout_name_t *name,
                      "the first %d only", name->spec, BEACON_FANOUT_MAX_ADDRS,
                      BEACON_FANOUT_MAX_ADDRS);
     }
-    if (change->kept && beacon_util_rate_allows(&nl->kept_log, apr_time_now(),
+    if (change->kept && beacon_decide_rate_allows(&nl->kept_log, apr_time_now(),
                                                 KEPT_LOG_EVERY, &suppressed)) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, name->last_error, s,
                      BCNLOGNO(00109) "cannot resolve %s (%u time%s in a "

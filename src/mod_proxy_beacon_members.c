@@ -49,7 +49,7 @@ static void report_second_copy(beacon_receiver *r, const beacon_event_t *ev,
 {
     unsigned suppressed;
 
-    if (beacon_util_rate_allows(&r->second_copy_log, now, BEACON_LOG_EVERY,
+    if (beacon_decide_rate_allows(&r->second_copy_log, now, BEACON_LOG_EVERY,
                                 &suppressed)) {
         /* BCN00020's words first: operators grep for "replayed/reordered
          * ts" (the seed's troubleshooting table), then why it is harmless */
@@ -125,7 +125,7 @@ static void report_drop(beacon_receiver *r, unsigned drop,
         report_second_copy(r, ev, peer, peer_len, now, p);
         return;
     }
-    if (!beacon_util_rate_allows(&r->drop_log[drop], now, BEACON_LOG_EVERY,
+    if (!beacon_decide_rate_allows(&r->drop_log[drop], now, BEACON_LOG_EVERY,
                                  &suppressed)) {
         return;
     }
@@ -173,7 +173,7 @@ static void log_no_slot(beacon_receiver *r, const beacon_record_t *rec,
 {
     unsigned suppressed;
 
-    if (!beacon_util_rate_allows(&r->no_slot_log, now, BEACON_LOG_EVERY,
+    if (!beacon_decide_rate_allows(&r->no_slot_log, now, BEACON_LOG_EVERY,
                                  &suppressed)) {
         return;
     }
@@ -211,7 +211,7 @@ static void add_failed(beacon_receiver *r, beacon_record_t *rec,
         return;
     }
     beacon_table_add_failed(rec, now);
-    if (!beacon_util_rate_allows(&r->add_fail_log, now, BEACON_LOG_EVERY,
+    if (!beacon_decide_rate_allows(&r->add_fail_log, now, BEACON_LOG_EVERY,
                                  &suppressed)) {
         return;
     }

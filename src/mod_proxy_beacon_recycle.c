@@ -24,82 +24,20 @@
 
 #include <apr_strings.h>
 
-#define MARGIN apr_time_from_sec(1)
-
 /* ------------------------------------------------------------------ */
-/* The gates                                                           */
+/* The gates (their rule is beacon_decide_recycle_gate's)              */
 
-typedef enum { GATE_OPEN, GATE_WAIT, GATE_NEVER } gate_state;
-
-/* G1's span: longer than a request elected before the slot left rotation
- * may still be connecting, and than a child may cache its address. No sum
- * here or in slot_gate can overflow: ProxyBeaconMemberParams bounds
- * connectiontimeout and acquire to an hour and timeout to a day
- * (mod_proxy_beacon_params.c), address_ttl is beacon's own 5 s, so
- * out_since + this span + twice the timeout is a wall-clock time at most
- * about 2 days and 2 hours ahead. */
-static apr_interval_time_t quiet_span(const beacon_slot_view *v)
+/* The gate of e's slot as v shows it at now, to the owner, which
+ * restarts G1's clock when the gate says so (under the balancer's
+ * locks). */
+static void owner_gate(beacon_entry *e, const beacon_slot_view *v,
+                       apr_time_t now, beacon_gate *g)
 {
-    apr_interval_time_t connecting = v->conn_timeout + v->acquire + MARGIN;
-    apr_interval_time_t caching = v->address_ttl + MARGIN;
-
-    return connecting > caching ? connecting : caching;
-}
-
-/* A slot that is beacon's to rename: a member beacon took out of
- * rotation, with nothing of the admin's on it, and nothing httpd keeps
- * outside the slot (health checks, a unix socket). */
-static int is_candidate(const beacon_entry *e, const beacon_slot_view *v)
-{
-    return e->state == BEACON_ENTRY_MEMBER && e->out &&
-           (v->status & BEACON_W_DISABLED) &&
-           !(v->status & BEACON_ADMIN_FLAGS) && v->renamable;
-}
-
-/*
- * Whether e's slot, as v shows it, may be renamed at now; *ready_at, when
- * it waits, is when it may. G1's clock starts again when a request was
- * elected to the slot since it left rotation (the admin enabled it
- * meanwhile): the owner, under the balancer's locks, restarts it; others
- * only look.
- */
-static gate_state slot_gate(beacon_entry *e, const beacon_slot_view *v,
-                            apr_time_t now, int owner, apr_time_t *ready_at,
-                            int *drift)
-{
-    apr_time_t quiet_until;
-
-    *ready_at = 0;
-    *drift = 0;
-    if (!is_candidate(e, v) || v->expiry_unknown) {
-        return GATE_NEVER; /* no way to tell when caches expire: never */
-    }
-    if (v->elected != e->elected_at_out) {
-        if (!owner) {
-            return GATE_WAIT; /* only the owner restarts the clock */
-        }
+    beacon_decide_recycle_gate(e, v, now, 1, g);
+    if (g->restart) {
         e->elected_at_out = v->elected;
         e->out_since = now;
     }
-    quiet_until = e->out_since + quiet_span(v);
-    if (now < quiet_until) {
-        *ready_at = quiet_until;
-        return GATE_WAIT;
-    }
-    if (v->busy > 0) {
-        apr_time_t drift_after = quiet_until + 2 * v->timeout;
-
-        if (now < drift_after) {
-            *ready_at = drift_after;
-            return GATE_WAIT;
-        }
-        *drift = 1;
-    }
-    if (now < v->addresses_expire_at) {
-        *ready_at = v->addresses_expire_at;
-        return GATE_WAIT;
-    }
-    return GATE_OPEN;
 }
 
 /* The slot of registry entry i when it is a member of the balancer named
@@ -174,13 +112,14 @@ void beacon_recycle_finish(beacon_worker_balancer *ws, const beacon_registry *re
     }
 }
 
-/* The best slot for url: open gates, another origin, silent longest. */
+/* The best slot for url in balancer name: open gates, another origin,
+ * silent longest; its entry, and the slot in *best_slot. */
 static beacon_entry *best_slot(const beacon_worker_balancer *ws,
-                               const beacon_registry *reg,
+                               const beacon_registry *reg, const char *name,
                                const beacon_worker *tmpl, apr_time_t now,
-                               apr_time_t *ready_at, int *drift)
+                               beacon_slot **best_slot, apr_time_t *ready_at,
+                               int *drift)
 {
-    const char *name = beacon_worker_balancer_name(ws);
     beacon_entry *best = NULL;
     unsigned i;
 
@@ -189,23 +128,24 @@ static beacon_entry *best_slot(const beacon_worker_balancer *ws,
         beacon_slot_view v;
         beacon_slot *slot;
         beacon_entry *e;
-        apr_time_t ready;
-        int stuck;
+        beacon_gate g;
 
         if ((e = slot_entry(ws, reg, i, name, &slot, &v)) == NULL ||
             beacon_worker_same_origin(slot, tmpl)) {
             continue;
         }
-        switch (slot_gate(e, &v, now, 1, &ready, &stuck)) {
-        case GATE_OPEN:
+        owner_gate(e, &v, now, &g);
+        switch (g.state) {
+        case BEACON_GATE_OPEN:
             if (best == NULL || e->last_heard < best->last_heard) {
                 best = e;
-                *drift = stuck;
+                *best_slot = slot;
+                *drift = g.drift;
             }
             break;
-        case GATE_WAIT:
-            if (*ready_at == 0 || ready < *ready_at) {
-                *ready_at = ready;
+        case BEACON_GATE_WAIT:
+            if (*ready_at == 0 || g.ready_at < *ready_at) {
+                *ready_at = g.ready_at;
             }
             break;
         default:
@@ -221,17 +161,18 @@ beacon_slot *beacon_recycle_take(beacon_worker_balancer *ws,
                                  const char *url, apr_pool_t *p,
                                  const char **recycled, apr_time_t *ready_at)
 {
+    const char *name = beacon_worker_balancer_name(ws);
+    beacon_slot *slot = NULL;
     beacon_worker *tmpl;
-    beacon_slot *slot;
     beacon_entry *e;
     int drift = 0;
 
     if (!beacon_worker_addresses_expire() ||
         (tmpl = beacon_worker_template(ws, params, url, p)) == NULL ||
-        (e = best_slot(ws, reg, tmpl, apr_time_now(), ready_at, &drift)) == NULL) {
+        (e = best_slot(ws, reg, name, tmpl, apr_time_now(), &slot, ready_at,
+                       &drift)) == NULL) {
         return NULL;
     }
-    slot = beacon_worker_slot(ws, e);
     if (beacon_worker_find(ws, e->url) != slot) {
         return NULL; /* not in this child's list: sync first (cannot be) */
     }
@@ -243,7 +184,7 @@ beacon_slot *beacon_recycle_take(beacon_worker_balancer *ws,
                      BCNLOGNO(00088) "%s in %s counted %" APR_SIZE_T_FMT
                      " busy requests long after it left rotation (httpd's "
                      "count drifts); taken as none", e->url,
-                     beacon_worker_balancer_name(ws), v.busy);
+                     name, v.busy);
     }
     *recycled = apr_pstrdup(p, e->url);
     /* the old url's replay mark outlives this owner: a replay of what it
@@ -272,13 +213,13 @@ int beacon_recycle_count(const beacon_worker_balancer *ws, const beacon_registry
         beacon_slot_view v;
         beacon_slot *slot;
         beacon_entry *e;
-        apr_time_t ready;
-        int drift;
+        beacon_gate g;
 
-        if ((e = slot_entry(ws, reg, i, name, &slot, &v)) != NULL &&
-            slot_gate(e, &v, now, 0, &ready, &drift) == GATE_OPEN) {
-            n++;
+        if ((e = slot_entry(ws, reg, i, name, &slot, &v)) == NULL) {
+            continue;
         }
+        beacon_decide_recycle_gate(e, &v, now, 0, &g);
+        n += g.state == BEACON_GATE_OPEN;
     }
     return n;
 }

@@ -159,7 +159,7 @@ static beacon_slot *slot_for(beacon_worker_balancer *ws, beacon_slots_reserved *
     if (kept) {
         beacon_worker_view(kept, &v);
         if (!beacon_slots_is_placeholder(v.name) ||
-            beacon_slots_take_this(slots, kept, params, e->url, p)) {
+            beacon_slots_take_this(slots, kept, params, e->url, p) > 0) {
             return kept;
         }
     }

@@ -143,7 +143,7 @@ static void report_left_out(const beacon_route_table *rt, const gathered *g,
 
     for (lane = 0; lane < rt->nlanes; lane++) {
         if (g->left_out[lane] == 0 ||
-            !beacon_util_rate_allows(&rt->full_log[lane], now, BEACON_LOG_EVERY,
+            !beacon_decide_rate_allows(&rt->full_log[lane], now, BEACON_LOG_EVERY,
                                      &suppressed)) {
             continue;
         }

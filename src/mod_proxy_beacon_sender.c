@@ -199,7 +199,7 @@ static void report(const send_outcome *out, const char *buf)
                  "address%s", out->len, buf, out->reached,
                  out->reached == 1 ? "" : "es");
     if ((out->failed == 0 && out->unresolved == 0) ||
-        !beacon_util_rate_allows(&snd->error_log, apr_time_now(),
+        !beacon_decide_rate_allows(&snd->error_log, apr_time_now(),
                                  SEND_ERROR_LOG_EVERY, &suppressed)) {
         return;
     }

@@ -53,7 +53,8 @@ beacon_slot *beacon_slots_take(beacon_slots_reserved *rs,
                                const char *url, apr_pool_t *p);
 
 /* Reserved slot slot (a placeholder) renamed to url: a restart gives a
- * member back the slot it had. 0 when httpd refuses url. */
+ * member back the slot it had. 1 when it is taken, 0 when slot is no
+ * free placeholder, -1 when httpd refuses url. */
 int beacon_slots_take_this(beacon_slots_reserved *rs, beacon_slot *slot,
                            const beacon_member_params *params,
                            const char *url, apr_pool_t *p);

@@ -11,19 +11,6 @@
 #include <pthread.h>
 #include <signal.h>
 
-int beacon_util_rate_allows(beacon_rate_limit *rl, apr_time_t now,
-                            apr_interval_time_t every, unsigned *suppressed)
-{
-    if (rl->last != 0 && now >= rl->last && now - rl->last < every) {
-        rl->suppressed++;
-        return 0;
-    }
-    *suppressed = rl->suppressed;
-    rl->suppressed = 0;
-    rl->last = now;
-    return 1;
-}
-
 const char *beacon_util_held_back(apr_pool_t *p, unsigned suppressed)
 {
     return suppressed ? apr_psprintf(p, " (and %u more since the last report)",

@@ -3,7 +3,8 @@
 /*
  * What every part of the mod_proxy_beacon adapter shares, and nothing
  * more: the module's log identity, the rate limit for lines a peer can
- * trigger, and the watchdog plumbing the receiver and the sender both use.
+ * trigger (its rule is mod_proxy_beacon_decide.h's), and the watchdog
+ * plumbing the receiver and the sender both use.
  * Every adapter source includes it (directly or through its own header),
  * so that all their log lines belong to the module and
  * "LogLevel proxy_beacon:debug" works.
@@ -20,6 +21,7 @@
 #include <mod_watchdog.h>
 
 #include "beacon.h"
+#include "mod_proxy_beacon_decide.h"
 
 APLOG_USE_MODULE(proxy_beacon);
 
@@ -27,21 +29,6 @@ APLOG_USE_MODULE(proxy_beacon);
  * numbers are httpd's. */
 #define BCNLOGNO(n) "BCN" #n ": "
 
-/* At most one log line per BEACON_LOG_EVERY for a thing a peer can repeat. */
-#define BEACON_LOG_EVERY apr_time_from_sec(10)
-
-typedef struct {
-    apr_time_t last;
-    unsigned suppressed;
-} beacon_rate_limit;
-
-/*
- * Whether a line may be logged at now, at most once per every. If so,
- * *suppressed says how many were held back since the last one, and the
- * count restarts. A clock stepped back ends the quiet period.
- */
-int beacon_util_rate_allows(beacon_rate_limit *rl, apr_time_t now,
-                            apr_interval_time_t every, unsigned *suppressed);
 
 /* " (and N more since the last report)", or "" when none were held. */
 const char *beacon_util_held_back(apr_pool_t *p, unsigned suppressed);

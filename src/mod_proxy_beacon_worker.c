@@ -249,11 +249,12 @@ void beacon_worker_growth(const beacon_worker_balancer *ws, int *used, int *free
     *used = ws->b->growth - *free_slots;
 }
 
-void beacon_worker_failover(const beacon_worker_balancer *ws, int *max_attempts,
-                            int *in_effect)
+int beacon_worker_failover(const beacon_worker_balancer *ws, int *max_attempts,
+                           int *in_effect)
 {
     *max_attempts = ws->b->s->max_attempts;
     *in_effect = ws->b->s->max_attempts_set;
+    return beacon_worker_count(ws);
 }
 
 void beacon_worker_set_failover(beacon_worker_balancer *ws, int max_attempts)
@@ -343,6 +344,14 @@ void beacon_worker_pick_up(beacon_worker_balancer *ws)
     }
 }
 
+/* A worker's name in canonical form into canonical (BEACON_URL_MAX);
+ * 0 for a name that is no origin (a path, a socket). */
+static int canonical_name(const char *name, char *canonical)
+{
+    return beacon_url_canonicalize(name, strlen(name), canonical,
+                                   BEACON_URL_MAX) == NULL;
+}
+
 /*
  * Whether a worker's name is the member canonical url names. The admin
  * may spell a BalancerMember otherwise ("http://h:80/", "http://[0:0::1]:8")
@@ -354,9 +363,7 @@ int beacon_worker_names(const char *name, const char *url)
     char canonical[BEACON_URL_MAX];
 
     return strcmp(name, url) == 0 ||
-           (beacon_url_canonicalize(name, strlen(name), canonical,
-                                    sizeof(canonical)) == NULL &&
-            strcmp(canonical, url) == 0);
+           (canonical_name(name, canonical) && strcmp(canonical, url) == 0);
 }
 
 static proxy_worker *worker_walked_to(const beacon_worker_balancer *ws, const char *url)
@@ -378,8 +385,7 @@ static const char *index_key(beacon_worker_balancer *ws, const char *name)
 {
     char canonical[BEACON_URL_MAX];
 
-    if (beacon_url_canonicalize(name, strlen(name), canonical,
-                                sizeof(canonical)) != NULL) {
+    if (!canonical_name(name, canonical)) {
         return NULL;
     }
     ws->keys++;
@@ -1068,10 +1074,8 @@ apr_hash_t *beacon_worker_flags(beacon_worker_balancer *ws, apr_pool_t *p)
     list = (proxy_worker **)ws->b->workers->elts;
     for (i = 0; i < ws->b->workers->nelts; i++) {
         char canonical[BEACON_URL_MAX];
-        const char *name = list[i]->s->name_ex;
 
-        if (beacon_url_canonicalize(name, strlen(name), canonical,
-                                    sizeof(canonical)) == NULL) {
+        if (canonical_name(list[i]->s->name_ex, canonical)) {
             apr_hash_set(flags, apr_pstrdup(p, canonical), APR_HASH_KEY_STRING,
                          ap_proxy_parse_wstatus(p, list[i]));
         }

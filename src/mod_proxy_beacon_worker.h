@@ -18,63 +18,23 @@
 #ifndef MOD_PROXY_BEACON_WORKER_H
 #define MOD_PROXY_BEACON_WORKER_H
 
+#include "mod_proxy_beacon_decide.h"
 #include "mod_proxy_beacon_params.h"
 #include "mod_proxy_beacon_registry.h"
 
 /* One of httpd's balancers, as beacon reaches it. */
 typedef struct beacon_worker_balancer beacon_worker_balancer;
 
-/* A member's slot in the balancer's shared memory, which every process
- * reads on each request (httpd's proxy_worker_shared). */
-typedef struct beacon_slot beacon_slot;
 
 /* A worker of this process (httpd's proxy_worker): one beacon is defining,
  * or one httpd read from url as a template. */
 typedef struct proxy_worker beacon_worker;
 
-/* httpd's status flags of a member, by beacon's names (the values are
- * httpd's; mod_proxy_beacon_worker.c checks that they are). */
-#define BEACON_W_IGNORE_ERRORS 0x0002u /* I */
-#define BEACON_W_DRAIN         0x0004u /* N */
-#define BEACON_W_DISABLED      0x0020u /* D */
-#define BEACON_W_STOPPED       0x0040u /* S */
-#define BEACON_W_IN_ERROR      0x0080u /* E */
-#define BEACON_W_HOT_STANDBY   0x0100u /* H */
-#define BEACON_W_HC_FAIL       0x0400u /* C */
-#define BEACON_W_HOT_SPARE     0x0800u /* R */
-
-/* The flags balancer-manager gives the admin; Disabled is beacon's. */
-#define BEACON_ADMIN_FLAGS                                              \
-    (BEACON_W_STOPPED | BEACON_W_DRAIN | BEACON_W_HOT_STANDBY |         \
-     BEACON_W_HOT_SPARE | BEACON_W_IGNORE_ERRORS)
 
 /* The BEACON_ADMIN_FLAGS of flags as balancer-manager's letters ("NH"),
  * for a log line. */
 const char *beacon_worker_admin_letters(apr_pool_t *p, unsigned int flags);
 
-/*
- * What beacon's policy reads of a member's slot, taken in one go. The
- * strings point into shared memory: read them under the balancer's locks
- * (or in the owner, which alone writes them) and copy what is kept.
- */
-typedef struct {
-    const char *name;        /* the member's url, as httpd names it */
-    const char *route;       /* "" when it has none */
-    int lbfactor;            /* hundredths */
-    apr_uint32_t status;     /* BEACON_W_* and httpd's others */
-    apr_uint64_t elected;    /* requests httpd elected it for, ever */
-    apr_size_t busy;         /* requests on it now (httpd's count) */
-    apr_interval_time_t timeout;      /* its own, else httpd's Timeout */
-    apr_interval_time_t conn_timeout; /* its own, else timeout */
-    apr_interval_time_t acquire;      /* 0 when it has none */
-    apr_interval_time_t address_ttl;  /* how long a child caches its address */
-    int renamable;           /* nothing of it lives outside the slot (no
-                              * unix socket, no health check) */
-    int expiry_unknown;      /* it caches addresses, and this httpd keeps no
-                              * epoch to tell when they expire */
-    apr_time_t addresses_expire_at; /* wall clock when every child's
-                              * cached address has expired; 0: none */
-} beacon_slot_view;
 
 /* ------------------------------------------------------------------ */
 /* The balancer                                                        */
@@ -123,9 +83,10 @@ server_rec *beacon_worker_server(const beacon_worker_balancer *ws);
 void beacon_worker_growth(const beacon_worker_balancer *ws, int *used, int *free_slots);
 
 /* maxattempts in the balancer's shared state, and whether it is in
- * effect; and setting it (value < 0: only putting it in effect). */
-void beacon_worker_failover(const beacon_worker_balancer *ws, int *max_attempts,
-                            int *in_effect);
+ * effect, with the members of this child's list it applies to (returned);
+ * and setting it (value < 0: only putting it in effect). */
+int beacon_worker_failover(const beacon_worker_balancer *ws, int *max_attempts,
+                           int *in_effect);
 void beacon_worker_set_failover(beacon_worker_balancer *ws, int max_attempts);
 
 /* ------------------------------------------------------------------ */
@@ -187,30 +148,10 @@ void beacon_worker_note_slot(beacon_entry *e, const beacon_slot *slot);
 /* What the policy reads of a slot. */
 void beacon_worker_view(const beacon_slot *slot, beacon_slot_view *v);
 
-/* A look at a member's slot before changing it: the slot, and the other
- * member of this child's list that holds route, when one is asked for
- * and the slot has another route. */
-typedef struct {
-    beacon_slot_view self;
-    beacon_slot *holder;          /* NULL: none, or no route asked */
-    beacon_slot_view holder_view; /* when holder */
-} beacon_slot_look;
 
 void beacon_worker_look(const beacon_worker_balancer *ws, const beacon_slot *slot,
                         const char *route, beacon_slot_look *look);
 
-/* What a change of a member's slot writes, all of it in one go (under the
- * balancer's locks), as balancer-manager edits a member. */
-typedef struct {
-    apr_uint32_t set, clear;  /* status flags, nothing else of the word */
-    const char *route;        /* the member's new route; NULL: unchanged */
-    beacon_slot *route_from;  /* a member that gives route up, or NULL */
-    int lbfactor;             /* hundredths; 0: unchanged */
-    int enable;               /* back into rotation (after the rest): D
-                               * cleared, and its error state made due for
-                               * retry, since the announcement is fresh
-                               * evidence that the backend is up */
-} beacon_slot_change;
 
 void beacon_worker_apply(beacon_slot *slot, const beacon_slot_change *c);
 
@@ -251,7 +192,6 @@ beacon_worker *beacon_worker_share_new(beacon_worker_balancer *ws,
  * params, out of rotation and stopped (BEACON_PLACEHOLDER_FLAGS). NULL,
  * or why not (from p).
  */
-#define BEACON_PLACEHOLDER_FLAGS (BEACON_W_DISABLED | BEACON_W_STOPPED)
 const char *beacon_worker_define_reserved(apr_pool_t *p, server_rec *s,
                                           const char *name,
                                           const beacon_member_params *params,

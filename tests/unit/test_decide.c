@@ -1,0 +1,619 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * The balancer wing's decisions (src/mod_proxy_beacon_decide.c), which
+ * the module carries out on httpd's balancer: what an announcement
+ * changes in a member, the flags a state sets, how a route is given up,
+ * taking a member out of rotation and back, the replay mark, how each
+ * way of adding ends, maxattempts, when a slot may be recycled, and the
+ * rate gate of lines a peer can trigger. Built here with APR alone: the
+ * file includes no httpd header.
+ */
+#include "test_common.h"
+
+#include <apr_strings.h>
+
+#include "mod_proxy_beacon_decide.h"
+
+#define SEC(n) ((apr_interval_time_t)(n) * APR_USEC_PER_SEC)
+#define T0 ((apr_time_t)APR_INT64_C(1796000000000000))
+
+#define D BEACON_W_DISABLED
+#define N BEACON_W_DRAIN
+#define H BEACON_W_HOT_STANDBY
+#define S BEACON_W_STOPPED
+#define E BEACON_W_IN_ERROR
+#define I BEACON_W_IGNORE_ERRORS
+#define C BEACON_W_HC_FAIL
+
+/* ------------------------------------------------------------------ */
+/* What an announcement changes                                        */
+
+static void a_state_asks_for_one_flag_at_most(void **state)
+{
+    static const struct {
+        beacon_wire_state_t state;
+        apr_uint32_t flags;
+    } cases[] = {
+        {BEACON_WIRE_NONE, 0},
+        {BEACON_WIRE_DRAINING, N},
+        {BEACON_WIRE_STANDBY, H},
+        {BEACON_WIRE_LEAVING, 0},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        assert_int_equal(beacon_decide_state_flags(cases[i].state),
+                         cases[i].flags);
+    }
+}
+
+static void a_route_is_given_up_only_by_a_member_beacon_took_out(void **state)
+{
+    static const struct {
+        int beacons;        /* the holder has a registry entry */
+        int out;            /* beacon took it out of rotation */
+        apr_uint32_t status;
+        int gives_up;
+    } cases[] = {
+        {1, 1, D, 1},          /* departed: its replacement takes it */
+        {1, 1, D | E, 1},      /* in error too: still beacon's */
+        {1, 1, D | C, 1},      /* a failed health check is no admin flag */
+        {1, 0, D, 0},          /* the admin disabled it, not beacon */
+        {1, 1, 0, 0},          /* back in rotation (the admin enabled it) */
+        {1, 1, D | S, 0},      /* the admin stopped it */
+        {1, 1, D | N, 0},      /* draining */
+        {1, 1, D | H, 0},      /* a hot standby */
+        {1, 1, D | I, 0},      /* ignore-errors */
+        {0, 0, D, 0},          /* a configured member keeps its route */
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        beacon_entry e = {0};
+
+        e.out = (apr_uint32_t)cases[i].out;
+        if (beacon_decide_route_given_up(cases[i].beacons ? &e : NULL,
+                                         cases[i].status) != cases[i].gives_up) {
+            print_error("case %zu\n", i);
+            fail();
+        }
+    }
+}
+
+typedef struct {
+    const char *what;
+    /* the member's slot */
+    const char *route;
+    int lbfactor;
+    apr_uint32_t status;
+    apr_uint32_t announced;    /* flags an earlier announced state set */
+    /* another member holding the route asked for */
+    int holder;                /* 0 none, 1 beacon's and out, 2 in rotation */
+    /* the announcement */
+    const char *want_route;
+    int want_lbfactor;
+    beacon_wire_state_t want_state;
+    /* the plan */
+    int refused;
+    const char *route_set;     /* NULL: unchanged */
+    int taken;                 /* route_from is the holder */
+    int lbfactor_set;
+    apr_uint32_t set, clear;
+} attrs_case;
+
+static const attrs_case attrs_cases[] = {
+    {"nothing differs", "w1", 100, 0, 0, 0, "w1", 100, BEACON_WIRE_NONE,
+     0, NULL, 0, 0, 0, 0},
+    {"nothing announced", "w1", 100, 0, 0, 0, "", 0, BEACON_WIRE_NONE,
+     0, NULL, 0, 0, 0, 0},
+    {"a new route", "", 100, 0, 0, 0, "w1", 0, BEACON_WIRE_NONE,
+     0, "w1", 0, 0, 0, 0},
+    {"a route the admin changed is set again", "admin", 100, 0, 0, 0, "w1",
+     0, BEACON_WIRE_NONE, 0, "w1", 0, 0, 0, 0},
+    {"a route held by a member in rotation is refused", "", 100, 0, 0, 2,
+     "w1", 0, BEACON_WIRE_NONE, 1, NULL, 0, 0, 0, 0},
+    {"a route held by a departed member is taken", "", 100, 0, 0, 1, "w1", 0,
+     BEACON_WIRE_NONE, 0, "w1", 1, 0, 0, 0},
+    {"refused route, lbfactor still applied", "", 100, 0, 0, 2, "w1", 250,
+     BEACON_WIRE_NONE, 1, NULL, 0, 250, 0, 0},
+    {"a new lbfactor", "w1", 100, 0, 0, 0, "w1", 300, BEACON_WIRE_NONE,
+     0, NULL, 0, 300, 0, 0},
+    {"draining sets N", "w1", 100, 0, 0, 0, "", 0, BEACON_WIRE_DRAINING,
+     0, NULL, 0, 0, N, 0},
+    {"draining again sets nothing", "w1", 100, N, N, 0, "", 0,
+     BEACON_WIRE_DRAINING, 0, NULL, 0, 0, 0, 0},
+    {"N lost to a restart is set again", "w1", 100, 0, N, 0, "", 0,
+     BEACON_WIRE_DRAINING, 0, NULL, 0, 0, N, 0},
+    {"active again clears the announced N", "w1", 100, N, N, 0, "", 0,
+     BEACON_WIRE_NONE, 0, NULL, 0, 0, 0, N},
+    {"an admin's N is never cleared", "w1", 100, N, 0, 0, "", 0,
+     BEACON_WIRE_NONE, 0, NULL, 0, 0, 0, 0},
+    {"standby after draining swaps the flags", "w1", 100, N, N, 0, "", 0,
+     BEACON_WIRE_STANDBY, 0, NULL, 0, 0, H, N},
+    {"leaving announces no state", "w1", 100, N, N, 0, "", 0,
+     BEACON_WIRE_LEAVING, 0, NULL, 0, 0, 0, 0},
+};
+
+static void an_announcement_changes_what_differs_from_the_member(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(attrs_cases); i++) {
+        const attrs_case *k = &attrs_cases[i];
+        static char somewhere;
+        beacon_slot *other = (beacon_slot *)&somewhere; /* an identity */
+        beacon_member_attrs attrs = {0};
+        beacon_entry holder = {0};
+        beacon_slot_look look = {0};
+        beacon_slot_change c;
+        int refused;
+
+        look.self.route = k->route;
+        look.self.lbfactor = k->lbfactor;
+        look.self.status = k->status;
+        if (k->holder) {
+            look.holder = other;
+            look.holder_view.route = k->want_route;
+            look.holder_view.status = D;
+            holder.out = k->holder == 1;
+            if (k->holder == 2) {
+                look.holder_view.status = 0;
+            }
+        }
+        apr_cpystrn(attrs.route, k->want_route, sizeof(attrs.route));
+        attrs.lbfactor = k->want_lbfactor;
+        attrs.state = k->want_state;
+
+        print_message("%s\n", k->what);
+        refused = beacon_decide_attrs(&look, k->holder ? &holder : NULL,
+                                      k->announced, &attrs, &c);
+        assert_int_equal(refused, k->refused);
+        if (k->route_set) {
+            assert_non_null(c.route);
+            assert_string_equal(c.route, k->route_set);
+        }
+        else {
+            assert_null(c.route);
+        }
+        assert_ptr_equal(c.route_from, k->taken ? other : NULL);
+        assert_int_equal(c.lbfactor, k->lbfactor_set);
+        assert_int_equal(c.set, k->set);
+        assert_int_equal(c.clear, k->clear);
+        assert_int_equal(c.enable, 0);
+        assert_int_equal(beacon_decide_changes_slot(&c),
+                         k->route_set || k->lbfactor_set || k->set || k->clear);
+    }
+}
+
+static void no_attributes_plan_no_change(void **state)
+{
+    beacon_slot_look look = {0};
+    beacon_slot_change c;
+
+    (void)state;
+    memset(&c, 0xff, sizeof(c));
+    look.self.route = "w1";
+    assert_int_equal(beacon_decide_attrs(&look, NULL, N, NULL, &c), 0);
+    assert_false(beacon_decide_changes_slot(&c));
+    c.enable = 1; /* putting it back in rotation is a change by itself */
+    assert_true(beacon_decide_changes_slot(&c));
+}
+
+static void the_entry_keeps_the_flags_an_announced_state_set(void **state)
+{
+    static const struct {
+        apr_uint32_t before, set, clear, after;
+    } cases[] = {
+        {0, N, 0, N},
+        {N, 0, N, 0},
+        {N, H, N, H},
+        {N, 0, 0, N},
+        {N | H, 0, H, N},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        beacon_slot_change c = {0};
+
+        c.set = cases[i].set;
+        c.clear = cases[i].clear;
+        assert_int_equal(beacon_decide_announced_after(cases[i].before, &c),
+                         cases[i].after);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Out of rotation and back                                            */
+
+static void out_of_rotation_beacon_sets_d_and_clears_only_its_own(void **state)
+{
+    static const struct {
+        int disabled;
+        apr_uint32_t announced;
+        apr_uint32_t set, clear;
+        int enable;
+        apr_uint32_t announced_after;
+    } cases[] = {
+        {1, 0, D, 0, 0, 0},
+        {1, N, D, N, 0, 0},       /* draining: N goes with the backend */
+        {1, H, D, H, 0, 0},
+        {0, 0, 0, 0, 1, 0},
+        {0, N, 0, 0, 1, N},       /* back: an announced N stays */
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        beacon_slot_change c;
+        apr_uint32_t after = beacon_decide_rotation(cases[i].disabled,
+                                                    cases[i].announced, &c);
+
+        assert_int_equal(c.set, cases[i].set);
+        assert_int_equal(c.clear, cases[i].clear);
+        assert_int_equal(c.enable, cases[i].enable);
+        assert_null(c.route);
+        assert_int_equal(c.lbfactor, 0);
+        assert_int_equal(after, cases[i].announced_after);
+        /* never an admin's flag, whatever was announced */
+        assert_int_equal(c.clear & (S | I), 0);
+    }
+}
+
+static void the_entry_remembers_when_beacon_took_it_out(void **state)
+{
+    static const struct {
+        int was_out, forgotten, out;
+        apr_uint64_t elected;
+        int out_after, forgotten_after;
+        apr_time_t since_after;     /* T0: now; 5: kept */
+        apr_uint64_t elected_after;
+    } cases[] = {
+        {0, 0, 1, 42, 1, 0, T0, 42},   /* taken out now */
+        {1, 1, 1, 99, 1, 1, 5, 7},     /* out already: the clock runs on */
+        {1, 1, 0, 99, 0, 0, 5, 7},     /* back: no longer forgotten */
+        {0, 0, 0, 99, 0, 0, 5, 7},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        beacon_entry e = {0};
+
+        e.out = (apr_uint32_t)cases[i].was_out;
+        e.forgotten = (apr_uint32_t)cases[i].forgotten;
+        e.out_since = 5;
+        e.elected_at_out = 7;
+        beacon_decide_mark_out(&e, cases[i].out, cases[i].elected, T0);
+        assert_int_equal(e.out, cases[i].out_after);
+        assert_int_equal(e.forgotten, cases[i].forgotten_after);
+        assert_int_equal(e.out_since, cases[i].since_after);
+        assert_int_equal(e.elected_at_out, cases[i].elected_after);
+    }
+}
+
+static void a_member_is_heard_and_a_mark_only_rises(void **state)
+{
+    static const struct {
+        beacon_entry_state kind;
+        apr_int64_t high, ts;
+        apr_int64_t high_after;
+        apr_time_t heard_after;     /* T0: now; 1: kept */
+    } cases[] = {
+        {BEACON_ENTRY_MEMBER, 10, 11, 11, T0},
+        {BEACON_ENTRY_MEMBER, 10, 10, 10, T0}, /* the table took it: heard */
+        {BEACON_ENTRY_MEMBER, 10, 9, 10, T0},
+        {BEACON_ENTRY_MARK, 10, 11, 11, T0},
+        {BEACON_ENTRY_MARK, 10, 10, 10, 1},    /* a replay moves nothing */
+        {BEACON_ENTRY_MARK, 10, 9, 10, 1},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        beacon_entry e = {0};
+
+        e.state = cases[i].kind;
+        e.high_ts = cases[i].high;
+        e.last_heard = 1;
+        beacon_decide_heard(&e, cases[i].ts, T0);
+        assert_int_equal(e.high_ts, cases[i].high_after);
+        assert_int_equal(e.last_heard, cases[i].heard_after);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* How an add ends                                                     */
+
+static void every_way_of_adding_ends_as_its_plan_says(void **state)
+{
+    static const struct {
+        beacon_join_way way;
+        beacon_join_plan plan;
+    } cases[] = {
+        /*                        result            enable commit recount confirm */
+        {BEACON_JOIN_RESERVED, {BEACON_ADD_DONE, 1, 0, 1, 1}},
+        {BEACON_JOIN_GROWTH, {BEACON_ADD_DONE, 0, 1, 1, 1}},
+        {BEACON_JOIN_RECYCLED, {BEACON_ADD_RECYCLED, 1, 0, 0, 1}},
+        {BEACON_JOIN_ADOPTED, {BEACON_ADD_ADOPTED, 1, 0, 0, 0}},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        beacon_join_plan plan;
+
+        memset(&plan, 0xff, sizeof(plan));
+        beacon_decide_join(cases[i].way, &plan);
+        assert_int_equal(plan.result, cases[i].plan.result);
+        assert_int_equal(plan.enable, cases[i].plan.enable);
+        assert_int_equal(plan.commit, cases[i].plan.commit);
+        assert_int_equal(plan.recount, cases[i].plan.recount);
+        assert_int_equal(plan.confirm, cases[i].plan.confirm);
+        /* a worker httpd has not initialized is never enabled: commit
+         * does it, after its attributes */
+        assert_false(plan.commit && plan.enable);
+    }
+}
+
+static void maxattempts_follows_the_members_while_it_is_beacons(void **state)
+{
+    static const struct {
+        const char *what;
+        int members;
+        apr_int32_t written;
+        int max_attempts, in_effect;
+        int sets, value;
+    } cases[] = {
+        {"one member: nothing to fail over to", 1, -1, 0, 0, 0, 0},
+        {"no member", 0, 5, 5, 1, 0, 0},
+        {"first count", 2, -1, 0, 0, 1, 1},
+        {"grows with the members", 5, 3, 3, 1, 1, 4},
+        {"shrinks too", 3, 4, 4, 1, 1, 2},
+        {"configured before beacon wrote any", 4, -1, 2, 1, 1, -1},
+        {"in effect at 0 before beacon wrote any", 4, -1, 0, 1, 1, -1},
+        {"typed into balancer-manager", 4, 3, 7, 1, 1, -1},
+        {"typed 0 into balancer-manager", 4, 3, 0, 0, 1, -1},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        int value = 12345;
+
+        print_message("%s\n", cases[i].what);
+        assert_int_equal(beacon_decide_failover(cases[i].members,
+                                                cases[i].written,
+                                                cases[i].max_attempts,
+                                                cases[i].in_effect, &value),
+                         cases[i].sets);
+        if (cases[i].sets) {
+            assert_int_equal(value, cases[i].value);
+        }
+        else {
+            assert_int_equal(value, 12345);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* When a slot is safe to recycle                                      */
+
+/* A slot out of rotation since T0 with nothing on it, under default
+ * timeouts: connect 5 s, acquire none, timeout 60 s, addresses cached 5 s
+ * (so G1's span is 6 s). */
+static void quiet_slot(beacon_entry *e, beacon_slot_view *v)
+{
+    memset(e, 0, sizeof(*e));
+    memset(v, 0, sizeof(*v));
+    e->state = BEACON_ENTRY_MEMBER;
+    e->out = 1;
+    e->out_since = T0;
+    e->elected_at_out = 100;
+    v->status = D;
+    v->elected = 100;
+    v->timeout = SEC(60);
+    v->conn_timeout = SEC(5);
+    v->address_ttl = SEC(5);
+    v->renamable = 1;
+}
+
+static void only_beacons_own_quiet_slots_are_candidates(void **state)
+{
+    static const struct {
+        const char *what;
+        beacon_entry_state kind;
+        int out;
+        apr_uint32_t status;
+        int renamable;
+        int candidate;
+    } cases[] = {
+        {"out of rotation by beacon", BEACON_ENTRY_MEMBER, 1, D, 1, 1},
+        {"in error too", BEACON_ENTRY_MEMBER, 1, D | E, 1, 1},
+        {"the admin enabled it", BEACON_ENTRY_MEMBER, 1, 0, 1, 0},
+        {"not taken out by beacon", BEACON_ENTRY_MEMBER, 0, D, 1, 0},
+        {"stopped by the admin", BEACON_ENTRY_MEMBER, 1, D | S, 1, 0},
+        {"draining", BEACON_ENTRY_MEMBER, 1, D | N, 1, 0},
+        {"hot standby", BEACON_ENTRY_MEMBER, 1, D | H, 1, 0},
+        {"a health check or unix socket", BEACON_ENTRY_MEMBER, 1, D, 0, 0},
+        {"being renamed", BEACON_ENTRY_RECYCLING, 1, D, 1, 0},
+        {"a replay mark", BEACON_ENTRY_MARK, 1, D, 1, 0},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        beacon_slot_view v;
+        beacon_entry e;
+
+        quiet_slot(&e, &v);
+        e.state = cases[i].kind;
+        e.out = (apr_uint32_t)cases[i].out;
+        v.status = cases[i].status;
+        v.renamable = cases[i].renamable;
+        print_message("%s\n", cases[i].what);
+        assert_int_equal(beacon_decide_recyclable(&e, &v), cases[i].candidate);
+    }
+}
+
+static void g1_outlasts_connecting_and_address_caching(void **state)
+{
+    static const struct {
+        apr_interval_time_t conn, acquire, ttl, span;
+    } cases[] = {
+        {SEC(5), 0, SEC(5), SEC(6)},
+        {SEC(5), SEC(10), SEC(5), SEC(16)},   /* acquire waits count */
+        {SEC(1), 0, SEC(30), SEC(31)},        /* caching lasts longer */
+        {SEC(3600), SEC(3600), SEC(5), SEC(7201)},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        beacon_slot_view v = {0};
+
+        v.conn_timeout = cases[i].conn;
+        v.acquire = cases[i].acquire;
+        v.address_ttl = cases[i].ttl;
+        assert_int_equal(beacon_decide_quiet_span(&v), cases[i].span);
+    }
+}
+
+static void a_slot_is_recycled_only_when_every_gate_holds(void **state)
+{
+    static const struct {
+        const char *what;
+        apr_interval_time_t at;     /* now - T0 */
+        int owner;
+        apr_uint64_t elected;       /* 100: none since it left rotation */
+        apr_size_t busy;
+        apr_interval_time_t expire; /* addresses_expire_at - T0; 0: none */
+        int unknown;                /* expiry_unknown */
+        beacon_gate_state gate;
+        apr_interval_time_t ready;  /* ready_at - T0, when WAIT; -1: 0 */
+        int drift, restart;
+    } cases[] = {
+        {"G1 waits 6 s", SEC(2), 1, 100, 0, 0, 0, BEACON_GATE_WAIT, SEC(6), 0, 0},
+        {"G1 holds at 6 s", SEC(6), 1, 100, 0, 0, 0, BEACON_GATE_OPEN, 0, 0, 0},
+        {"elected since: the owner restarts G1", SEC(60), 1, 101, 0, 0, 0,
+         BEACON_GATE_WAIT, SEC(66), 0, 1},
+        {"elected since: others only wait", SEC(60), 0, 101, 0, 0, 0,
+         BEACON_GATE_WAIT, -1, 0, 0},
+        {"G2: busy waits twice the timeout", SEC(10), 1, 100, 1, 0, 0,
+         BEACON_GATE_WAIT, SEC(126), 0, 0},
+        {"G2: busy long after is drift", SEC(126), 1, 100, 3, 0, 0,
+         BEACON_GATE_OPEN, 0, 1, 0},
+        {"G3: addresses still cached", SEC(10), 1, 100, 0, SEC(20), 0,
+         BEACON_GATE_WAIT, SEC(20), 0, 0},
+        {"G3: drift, yet cached", SEC(130), 1, 100, 1, SEC(200), 0,
+         BEACON_GATE_WAIT, SEC(200), 0, 0},
+        {"G3 holds", SEC(30), 1, 100, 0, SEC(20), 0, BEACON_GATE_OPEN, 0, 0, 0},
+        {"no way to tell when caches expire", SEC(600), 1, 100, 0, 0, 1,
+         BEACON_GATE_NEVER, -1, 0, 0},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        beacon_slot_view v;
+        beacon_entry e;
+        beacon_gate g;
+
+        quiet_slot(&e, &v);
+        v.elected = cases[i].elected;
+        v.busy = cases[i].busy;
+        v.addresses_expire_at = cases[i].expire ? T0 + cases[i].expire : 0;
+        v.expiry_unknown = cases[i].unknown;
+        print_message("%s\n", cases[i].what);
+        beacon_decide_recycle_gate(&e, &v, T0 + cases[i].at, cases[i].owner, &g);
+        assert_int_equal(g.state, cases[i].gate);
+        if (cases[i].gate == BEACON_GATE_WAIT) {
+            assert_int_equal(g.ready_at,
+                             cases[i].ready < 0 ? 0 : T0 + cases[i].ready);
+        }
+        assert_int_equal(g.drift, cases[i].drift);
+        assert_int_equal(g.restart, cases[i].restart);
+        /* the decision writes nothing: restarting is the owner's */
+        assert_int_equal(e.out_since, T0);
+        assert_int_equal(e.elected_at_out, 100);
+    }
+}
+
+static void a_slot_beacon_does_not_own_never_opens(void **state)
+{
+    beacon_slot_view v;
+    beacon_entry e;
+    beacon_gate g;
+
+    (void)state;
+    quiet_slot(&e, &v);
+    v.status = D | S;
+    beacon_decide_recycle_gate(&e, &v, T0 + SEC(3600), 1, &g);
+    assert_int_equal(g.state, BEACON_GATE_NEVER);
+    assert_int_equal(g.ready_at, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Lines a peer can trigger                                            */
+
+static void one_line_per_period_and_the_count_of_those_held_back(void **state)
+{
+    static const struct {
+        apr_interval_time_t at;     /* now - T0 */
+        int allowed;
+        unsigned suppressed;        /* when allowed */
+    } steps[] = {
+        {0, 1, 0},
+        {SEC(1), 0, 0},
+        {SEC(9), 0, 0},
+        {SEC(10), 1, 2},            /* the period is over: 2 held back */
+        {SEC(10), 0, 0},
+        {SEC(5), 1, 1},             /* the clock stepped back */
+        {SEC(14), 0, 0},
+        {SEC(15), 1, 1},
+        {SEC(100), 1, 0},
+    };
+    beacon_rate_limit rl = {0};
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(steps); i++) {
+        unsigned suppressed = 777;
+        int allowed = beacon_decide_rate_allows(&rl, T0 + steps[i].at,
+                                                BEACON_LOG_EVERY, &suppressed);
+
+        if (allowed != steps[i].allowed) {
+            print_error("step %zu\n", i);
+        }
+        assert_int_equal(allowed, steps[i].allowed);
+        assert_int_equal(suppressed, steps[i].allowed ? steps[i].suppressed
+                                                      : 777);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_state_asks_for_one_flag_at_most),
+        cmocka_unit_test(a_route_is_given_up_only_by_a_member_beacon_took_out),
+        cmocka_unit_test(an_announcement_changes_what_differs_from_the_member),
+        cmocka_unit_test(no_attributes_plan_no_change),
+        cmocka_unit_test(the_entry_keeps_the_flags_an_announced_state_set),
+        cmocka_unit_test(out_of_rotation_beacon_sets_d_and_clears_only_its_own),
+        cmocka_unit_test(the_entry_remembers_when_beacon_took_it_out),
+        cmocka_unit_test(a_member_is_heard_and_a_mark_only_rises),
+        cmocka_unit_test(every_way_of_adding_ends_as_its_plan_says),
+        cmocka_unit_test(maxattempts_follows_the_members_while_it_is_beacons),
+        cmocka_unit_test(only_beacons_own_quiet_slots_are_candidates),
+        cmocka_unit_test(g1_outlasts_connecting_and_address_caching),
+        cmocka_unit_test(a_slot_is_recycled_only_when_every_gate_holds),
+        cmocka_unit_test(a_slot_beacon_does_not_own_never_opens),
+        cmocka_unit_test(one_line_per_period_and_the_count_of_those_held_back),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
