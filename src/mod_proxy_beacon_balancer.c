@@ -233,14 +233,14 @@ static beacon_add_result joined(beacon_balancer *t, beacon_join_way way,
     return plan.result;
 }
 
-/* No free slot: the slot of a long-gone member, renamed to url; NO_SLOT
- * when none is ready (info->ready_at says when). */
+/* No free slot: the slot of a long-gone member, renamed to url (tmpl);
+ * NO_SLOT when none is ready (info->ready_at says when). */
 static beacon_add_result recycle_for(beacon_balancer *t, const char *url,
+                                     const beacon_worker *tmpl,
                                      const beacon_member_attrs *attrs,
                                      apr_pool_t *p, beacon_add_info *info)
 {
-    beacon_slot *slot = beacon_recycle_take(t->w, t->registry,
-                                            t->policy.params, url, p,
+    beacon_slot *slot = beacon_recycle_take(t->w, t->registry, tmpl, url, p,
                                             &info->recycled, &info->ready_at);
     beacon_entry *e;
 
@@ -252,8 +252,10 @@ static beacon_add_result recycle_for(beacon_balancer *t, const char *url,
 
 /* A new member in a free reserved slot (renamed from a placeholder, which
  * no child ever connected to), else in a free growth slot, else in a
- * recycled one. */
+ * recycled one; tmpl: httpd's reading of url (NULL: it refuses it), which
+ * a reserved or a recycled slot is renamed to. */
 static beacon_add_result define_and_share(beacon_balancer *t, const char *url,
+                                          const beacon_worker *tmpl,
                                           const beacon_member_attrs *attrs,
                                           apr_pool_t *p, beacon_add_info *info)
 {
@@ -267,11 +269,12 @@ static beacon_add_result define_and_share(beacon_balancer *t, const char *url,
         info->why = "the member registry is full";
         return BEACON_ADD_FAILED;
     }
-    if ((slot = beacon_slots_take(t->slots, t->policy.params, url, p)) == NULL) {
+    if (tmpl == NULL || (slot = beacon_slots_take(t->slots, tmpl, url, p)) == NULL) {
+        /* httpd's own refusal of url, if it refuses it, comes from here */
         w = beacon_worker_share_new(t->w, t->policy.params, url, p, &no_slot,
                                     &info->why);
         if (w == NULL) {
-            return no_slot ? recycle_for(t, url, attrs, p, info)
+            return no_slot ? recycle_for(t, url, tmpl, attrs, p, info)
                            : BEACON_ADD_FAILED;
         }
         way = BEACON_JOIN_GROWTH;
@@ -298,7 +301,9 @@ static beacon_add_result add(beacon_balancer *t, const char *url,
         return BEACON_ADD_FAILED;
     }
     if ((existing = beacon_worker_find(t->w, url)) == NULL) {
-        result = define_and_share(t, url, attrs, p, info);
+        result = define_and_share(
+            t, url, beacon_worker_template(t->w, t->policy.params, url, p),
+            attrs, p, info);
     }
     else if ((e = entry_of(t, url)) == NULL) {
         result = BEACON_ADD_NOT_OURS;
@@ -461,25 +466,7 @@ int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
 int beacon_balancer_claims(const beacon_balancer *t, apr_pool_t *p,
                            beacon_claim **claims)
 {
-    unsigned i;
-    int n = 0;
-
-    *claims = apr_palloc(p, sizeof(beacon_claim) * beacon_registry_size(t->registry));
-    for (i = 0; i < beacon_registry_size(t->registry); i++) {
-        const beacon_entry *e = beacon_registry_entry(t->registry, i);
-        const char *ctx;
-
-        /* a member being renamed, or forgotten, serves nothing more */
-        if (e == NULL || e->state != BEACON_ENTRY_MEMBER || e->forgotten ||
-            strcmp(e->balancer, t->name) != 0 ||
-            *(ctx = beacon_registry_claims(t->registry, i)) == '\0') {
-            continue;
-        }
-        (*claims)[n].url = apr_pstrdup(p, e->url);
-        (*claims)[n].ctx = apr_pstrdup(p, ctx);
-        n++;
-    }
-    return n;
+    return beacon_registry_claims_in(t->registry, t->name, p, claims);
 }
 
 void beacon_balancer_growth(beacon_balancer *t, int *used, int *free_slots,

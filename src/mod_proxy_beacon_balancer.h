@@ -107,15 +107,8 @@ apr_status_t beacon_balancer_set_disabled(beacon_balancer *t, const char *url,
 int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
                                    beacon_member **members);
 
-/* A member and the contexts it claims (beacon_registry_claims). */
-typedef struct {
-    const char *url;
-    const char *ctx;        /* as announced: "/shop,/cart" */
-} beacon_claim;
-
-/* The members of t's balancer that claim contexts, evicted and leaving
- * ones included (their routes stay until they are forgotten); returns
- * how many were written into *claims (from p). */
+/* The members of t's balancer that claim contexts
+ * (beacon_registry_claims_in). */
 int beacon_balancer_claims(const beacon_balancer *t, apr_pool_t *p,
                            beacon_claim **claims);
 

@@ -40,16 +40,15 @@ static void owner_gate(beacon_entry *e, const beacon_slot_view *v,
     }
 }
 
-/* The slot of registry entry i when it is a member of the balancer named
- * name, with a look at it; NULL when it is not. */
+/* The slot of registry entry i when it is a member of balancer ws, with
+ * a look at it; NULL when it is not. */
 static beacon_entry *slot_entry(const beacon_worker_balancer *ws,
                                 const beacon_registry *reg, unsigned i,
-                                const char *name, beacon_slot **slot,
-                                beacon_slot_view *v)
+                                beacon_slot **slot, beacon_slot_view *v)
 {
     beacon_entry *e = beacon_registry_entry(reg, i);
 
-    if (e == NULL || strcmp(e->balancer, name) != 0 ||
+    if (e == NULL || strcmp(e->balancer, beacon_worker_balancer_name(ws)) != 0 ||
         (*slot = beacon_worker_slot(ws, e)) == NULL) {
         return NULL;
     }
@@ -112,10 +111,10 @@ void beacon_recycle_finish(beacon_worker_balancer *ws, const beacon_registry *re
     }
 }
 
-/* The best slot for url in balancer name: open gates, another origin,
- * silent longest; its entry, and the slot in *best_slot. */
+/* The best slot for url: open gates, another origin, silent longest;
+ * its entry, and the slot in *best_slot. */
 static beacon_entry *best_slot(const beacon_worker_balancer *ws,
-                               const beacon_registry *reg, const char *name,
+                               const beacon_registry *reg,
                                const beacon_worker *tmpl, apr_time_t now,
                                beacon_slot **best_slot, apr_time_t *ready_at,
                                int *drift)
@@ -130,7 +129,7 @@ static beacon_entry *best_slot(const beacon_worker_balancer *ws,
         beacon_entry *e;
         beacon_gate g;
 
-        if ((e = slot_entry(ws, reg, i, name, &slot, &v)) == NULL ||
+        if ((e = slot_entry(ws, reg, i, &slot, &v)) == NULL ||
             beacon_worker_same_origin(slot, tmpl)) {
             continue;
         }
@@ -157,19 +156,16 @@ static beacon_entry *best_slot(const beacon_worker_balancer *ws,
 
 beacon_slot *beacon_recycle_take(beacon_worker_balancer *ws,
                                  const beacon_registry *reg,
-                                 const beacon_member_params *params,
-                                 const char *url, apr_pool_t *p,
-                                 const char **recycled, apr_time_t *ready_at)
+                                 const beacon_worker *tmpl, const char *url,
+                                 apr_pool_t *p, const char **recycled,
+                                 apr_time_t *ready_at)
 {
-    const char *name = beacon_worker_balancer_name(ws);
     beacon_slot *slot = NULL;
-    beacon_worker *tmpl;
     beacon_entry *e;
     int drift = 0;
 
-    if (!beacon_worker_addresses_expire() ||
-        (tmpl = beacon_worker_template(ws, params, url, p)) == NULL ||
-        (e = best_slot(ws, reg, name, tmpl, apr_time_now(), &slot, ready_at,
+    if (!beacon_worker_addresses_expire() || tmpl == NULL ||
+        (e = best_slot(ws, reg, tmpl, apr_time_now(), &slot, ready_at,
                        &drift)) == NULL) {
         return NULL;
     }
@@ -184,7 +180,7 @@ beacon_slot *beacon_recycle_take(beacon_worker_balancer *ws,
                      BCNLOGNO(00088) "%s in %s counted %" APR_SIZE_T_FMT
                      " busy requests long after it left rotation (httpd's "
                      "count drifts); taken as none", e->url,
-                     name, v.busy);
+                     e->balancer, v.busy);
     }
     *recycled = apr_pstrdup(p, e->url);
     /* the old url's replay mark outlives this owner: a replay of what it
@@ -202,7 +198,6 @@ beacon_slot *beacon_recycle_take(beacon_worker_balancer *ws,
 int beacon_recycle_count(const beacon_worker_balancer *ws, const beacon_registry *reg,
                          apr_time_t now)
 {
-    const char *name = beacon_worker_balancer_name(ws);
     int n = 0;
     unsigned i;
 
@@ -215,7 +210,7 @@ int beacon_recycle_count(const beacon_worker_balancer *ws, const beacon_registry
         beacon_entry *e;
         beacon_gate g;
 
-        if ((e = slot_entry(ws, reg, i, name, &slot, &v)) == NULL) {
+        if ((e = slot_entry(ws, reg, i, &slot, &v)) == NULL) {
             continue;
         }
         beacon_decide_recycle_gate(e, &v, now, 0, &g);

@@ -14,19 +14,20 @@
 #include "mod_proxy_beacon_worker.h"
 
 /*
- * The slots of balancer ws whose members registry reg lists; a renamed
- * slot gets params (ProxyBeaconMemberParams) as a new member does.
+ * The slots of balancer ws whose members registry reg lists.
  *
- * Under the balancer's locks: renames the best recyclable slot to url
- * (the write-ahead entry first) and returns it, still disabled;
- * NULL when none is eligible now, with *ready_at set when one may be
- * later. *recycled (from p) names the url that had the slot.
+ * Under the balancer's locks: renames the best recyclable slot to tmpl,
+ * httpd's reading of url with its params (beacon_worker_template; NULL:
+ * none), as a new member gets them (the write-ahead entry first), and
+ * returns it, still disabled; NULL when none is eligible now, with
+ * *ready_at set when one may be later. *recycled (from p) names the url
+ * that had the slot.
  */
 beacon_slot *beacon_recycle_take(beacon_worker_balancer *ws,
-                                  const beacon_registry *reg,
-                                  const beacon_member_params *params,
-                                  const char *url, apr_pool_t *p,
-                                  const char **recycled, apr_time_t *ready_at);
+                                 const beacon_registry *reg,
+                                 const beacon_worker *tmpl, const char *url,
+                                 apr_pool_t *p, const char **recycled,
+                                 apr_time_t *ready_at);
 
 /* Under the balancer's locks: finishes the renames an owner that died
  * left half done (registry entries still RECYCLING). */

@@ -645,6 +645,30 @@ const char *beacon_registry_claims(const beacon_registry *reg, unsigned i)
     return c->value;
 }
 
+int beacon_registry_claims_in(const beacon_registry *reg, const char *balancer,
+                              apr_pool_t *p, beacon_claim **claims)
+{
+    unsigned i;
+    int n = 0;
+
+    *claims = apr_palloc(p, sizeof(beacon_claim) * beacon_registry_size(reg));
+    for (i = 0; i < beacon_registry_size(reg); i++) {
+        const beacon_entry *e = beacon_registry_entry(reg, i);
+        const char *ctx;
+
+        /* a member being renamed, or forgotten, serves nothing more */
+        if (e == NULL || e->state != BEACON_ENTRY_MEMBER || e->forgotten ||
+            strcmp(e->balancer, balancer) != 0 ||
+            *(ctx = beacon_registry_claims(reg, i)) == '\0') {
+            continue;
+        }
+        (*claims)[n].url = apr_pstrdup(p, e->url);
+        (*claims)[n].ctx = apr_pstrdup(p, ctx);
+        n++;
+    }
+    return n;
+}
+
 int beacon_registry_claim(const beacon_registry *reg, unsigned i,
                           const char *value, apr_size_t len)
 {

@@ -93,6 +93,18 @@ void beacon_registry_forget(beacon_entry *e);
  * is no member entry. Kept with the registry, so a restart keeps them. */
 const char *beacon_registry_claims(const beacon_registry *reg, unsigned i);
 
+/* A member and the contexts it claims (beacon_registry_claims). */
+typedef struct {
+    const char *url;
+    const char *ctx;        /* as announced: "/shop,/cart" */
+} beacon_claim;
+
+/* The members of balancer that claim contexts, evicted and leaving ones
+ * included (their routes stay until they are forgotten); returns how
+ * many were written into *claims (from p). */
+int beacon_registry_claims_in(const beacon_registry *reg, const char *balancer,
+                              apr_pool_t *p, beacon_claim **claims);
+
 /* Sets entry i's claims to value[0..len) ("" claims none); returns
  * whether they changed. The owner's only. */
 int beacon_registry_claim(const beacon_registry *reg, unsigned i,

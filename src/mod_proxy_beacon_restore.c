@@ -151,6 +151,7 @@ static beacon_slot *slot_for(beacon_worker_balancer *ws, beacon_slots_reserved *
                              beacon_entry *e, apr_pool_t *p)
 {
     beacon_slot *kept = beacon_worker_slot(ws, e);
+    beacon_worker *tmpl = beacon_worker_template(ws, params, e->url, p);
     const char *why = NULL;
     beacon_slot_view v;
     beacon_worker *w;
@@ -159,11 +160,11 @@ static beacon_slot *slot_for(beacon_worker_balancer *ws, beacon_slots_reserved *
     if (kept) {
         beacon_worker_view(kept, &v);
         if (!beacon_slots_is_placeholder(v.name) ||
-            beacon_slots_take_this(slots, kept, params, e->url, p) > 0) {
+            (tmpl && beacon_slots_take_this(slots, kept, tmpl, e->url, p))) {
             return kept;
         }
     }
-    if ((kept = beacon_slots_take(slots, params, e->url, p)) != NULL) {
+    if (tmpl && (kept = beacon_slots_take(slots, tmpl, e->url, p)) != NULL) {
         return kept;
     }
     if ((w = beacon_worker_share_new(ws, params, e->url, p, &no_slot,

@@ -112,20 +112,16 @@ int beacon_slots_free(const beacon_slots_reserved *rs)
 }
 
 int beacon_slots_take_this(beacon_slots_reserved *rs, beacon_slot *slot,
-                           const beacon_member_params *params,
-                           const char *url, apr_pool_t *p)
+                           const beacon_worker *tmpl, const char *url,
+                           apr_pool_t *p)
 {
     beacon_slot_change member = {0};
-    beacon_worker *tmpl;
     beacon_slot_view v;
     unsigned int admin;
 
     beacon_worker_view(slot, &v);
     if (!beacon_slots_is_placeholder(v.name)) {
         return 0;
-    }
-    if ((tmpl = beacon_worker_template(rs->ws, params, url, p)) == NULL) {
-        return -1;
     }
     /* stopped is the placeholder's own; anything else of the admin's
      * (drain, hot standby, ... in balancer-manager) was set on no member,
@@ -148,19 +144,13 @@ int beacon_slots_take_this(beacon_slots_reserved *rs, beacon_slot *slot,
 }
 
 beacon_slot *beacon_slots_take(beacon_slots_reserved *rs,
-                               const beacon_member_params *params,
-                               const char *url, apr_pool_t *p)
+                               const beacon_worker *tmpl, const char *url,
+                               apr_pool_t *p)
 {
-    /* a slot a restart gave back to its member is skipped on the way; a
-     * free one that url cannot take (httpd refuses url) stays free */
+    /* a slot a restart gave back to its member is skipped on the way */
     for (; rs->next < rs->indexed; rs->next++) {
-        beacon_slot *slot = rs->index[rs->next];
-
-        int taken = beacon_slots_take_this(rs, slot, params, url, p);
-
-        if (taken != 0) {
-            rs->next += taken > 0;
-            return taken > 0 ? slot : NULL;
+        if (beacon_slots_take_this(rs, rs->index[rs->next], tmpl, url, p)) {
+            return rs->index[rs->next++];
         }
     }
     return NULL;

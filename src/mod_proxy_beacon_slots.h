@@ -45,19 +45,19 @@ void beacon_slots_index(beacon_slots_reserved *rs);
 /* Free reserved slots, as the index has them. */
 int beacon_slots_free(const beacon_slots_reserved *rs);
 
-/* A free reserved slot renamed to url (with params), still out of
- * rotation; NULL when none is free or httpd refuses url. Under the
- * balancer's locks. */
+/* A free reserved slot renamed to tmpl, httpd's reading of url with
+ * its params (beacon_worker_template), still out of rotation; NULL when
+ * none is free. Under the balancer's locks. */
 beacon_slot *beacon_slots_take(beacon_slots_reserved *rs,
-                               const beacon_member_params *params,
-                               const char *url, apr_pool_t *p);
+                               const beacon_worker *tmpl, const char *url,
+                               apr_pool_t *p);
 
-/* Reserved slot slot (a placeholder) renamed to url: a restart gives a
- * member back the slot it had. 1 when it is taken, 0 when slot is no
- * free placeholder, -1 when httpd refuses url. */
+/* Reserved slot slot, when it is a free placeholder, renamed to tmpl (as
+ * in beacon_slots_take): a restart gives a member back the slot it had.
+ * Returns whether it was taken. */
 int beacon_slots_take_this(beacon_slots_reserved *rs, beacon_slot *slot,
-                           const beacon_member_params *params,
-                           const char *url, apr_pool_t *p);
+                           const beacon_worker *tmpl, const char *url,
+                           apr_pool_t *p);
 
 /* In post_config (no child yet): e's slot, when it is a reserved one,
  * made a placeholder again, out of rotation (a restart drops e's member);
