@@ -82,6 +82,18 @@ static const char *contexts_clash(apr_pool_t *p, const beacon_server_conf *conf,
     return NULL;
 }
 
+/* The receiver's balancer must be defined in its server. */
+static const char *undefined_balancer(apr_pool_t *p, server_rec *s,
+                                      const char *name)
+{
+    if (beacon_worker_balancer_defined(p, s, name)) {
+        return NULL;
+    }
+    return apr_psprintf(p, "ProxyBeaconBalancer: balancer://%s is not defined "
+                        "in this server (define it with <Proxy balancer://%s> "
+                        "or ProxyPass)", name, name);
+}
+
 /* Every ProxyBeaconBalancer line of a receiver: its balancer exists in
  * this server, each service has one balancer, and no context two. */
 static const char *balancers_problem(apr_pool_t *p, server_rec *s,
@@ -108,7 +120,7 @@ static const char *balancers_problem(apr_pool_t *p, server_rec *s,
     for (i = 0; i < n; i++) {
         const beacon_balancer_conf *bc = beacon_config_balancer_at(conf, i);
 
-        if ((problem = beacon_balancer_check(p, s, bc->name)) != NULL ||
+        if ((problem = undefined_balancer(p, s, bc->name)) != NULL ||
             (problem = service_clash(p, conf, i)) != NULL ||
             (problem = contexts_clash(p, conf, i)) != NULL) {
             conf->where = bc->where;

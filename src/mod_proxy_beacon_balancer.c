@@ -1,10 +1,11 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * Beacon's policy on a balancer (see mod_proxy_beacon_balancer.h): what
- * a member is, when it is added, adopted, taken out of rotation or back,
- * what its backend announces of itself, and what the registry keeps of
- * it. httpd's side of each step is mod_proxy_beacon_worker.c's.
+ * Beacon's policy on a balancer carried out (see
+ * mod_proxy_beacon_balancer.h): a member added, adopted, taken out of
+ * rotation or back, what its backend announces of itself, its slow start,
+ * and what the registry keeps of it, as mod_proxy_beacon_decide.c plans
+ * each; httpd's side of each step is mod_proxy_beacon_worker.c's.
  */
 
 #include "mod_proxy_beacon_balancer.h"
@@ -19,17 +20,6 @@ struct beacon_balancer {
     const char *name; /* balancer://name, for log lines */
     server_rec *s;
 };
-
-const char *beacon_balancer_check(apr_pool_t *p, server_rec *s,
-                                  const char *name)
-{
-    if (beacon_worker_balancer_defined(p, s, name)) {
-        return NULL;
-    }
-    return apr_psprintf(p, "ProxyBeaconBalancer: balancer://%s is not defined "
-                        "in this server (define it with <Proxy balancer://%s> "
-                        "or ProxyPass)", name, name);
-}
 
 /* The registry entry of url in t's balancer, or NULL: beacon's members
  * are those that have one. */
@@ -108,11 +98,6 @@ int beacon_balancer_restore(beacon_balancer *t, apr_pool_t *p, int *forgotten)
     return restored;
 }
 
-int beacon_balancer_keep(beacon_balancer *t, apr_time_t now, apr_pool_t *p)
-{
-    return beacon_restore_keep(t->w, t->registry, &t->policy, now, p);
-}
-
 void beacon_balancer_keep_at_stop(beacon_balancer *t)
 {
     beacon_restore_keep_at_stop(t->w, t->registry);
@@ -135,7 +120,8 @@ static int plan_attrs(const beacon_balancer *t, const beacon_entry *e,
     const beacon_entry *holder =
         look->holder ? entry_of(t, look->holder_view.name) : NULL;
 
-    return beacon_decide_attrs(look, holder, e->announced_flags, attrs, c);
+    return beacon_decide_attrs(look, holder, e, attrs, t->policy.slowstart,
+                               apr_time_now(), c);
 }
 
 /* What plan_attrs planned, once applied: the entry keeps the flags an
@@ -147,6 +133,16 @@ static void log_attrs(beacon_balancer *t, beacon_entry *e,
     apr_time_t now = apr_time_now();
 
     e->announced_flags = beacon_decide_announced_after(e->announced_flags, c);
+    if (c->lbfactor) {
+        /* a slow start's steps, and a load report's, at debug */
+        ap_log_error(APLOG_MARK,
+                     e->ramp_since || beacon_decide_load_is_report(
+                         e->lbfactor_changed_at, now) ? APLOG_DEBUG : APLOG_INFO,
+                     0, t->s, BCNLOGNO(00095) "changed lbfactor of %s to "
+                     "%d.%02d in %s", e->url, c->lbfactor / 100,
+                     c->lbfactor % 100, t->name);
+        e->lbfactor_changed_at = now;
+    }
     if (c->route_from) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00140)
                      "route %s of %s, out of rotation, goes to %s in %s",
@@ -164,11 +160,6 @@ static void log_attrs(beacon_balancer *t, beacon_entry *e,
                      look->holder_view.route, look->holder_view.name, t->name,
                      e->url);
     }
-    if (c->lbfactor) {
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00095)
-                     "changed lbfactor of %s to %d.%02d in %s", e->url,
-                     c->lbfactor / 100, c->lbfactor % 100, t->name);
-    }
     if (c->set & BEACON_W_DRAIN) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00141)
                      "backend draining %s in %s", e->url, t->name);
@@ -184,9 +175,10 @@ static void log_attrs(beacon_balancer *t, beacon_entry *e,
     }
 }
 
-/* What the backend announces, applied to member e in slot under the
- * balancer's locks; and, with enable, the member (back) in rotation after
- * it. */
+/* What the backend announces (attrs; NULL: a slow start's step alone),
+ * applied to member e in slot under the balancer's locks; and, with
+ * enable, the member (back) in rotation after it. A member no longer
+ * draining starts slowly again. */
 static void apply_attrs(beacon_balancer *t, beacon_entry *e, beacon_slot *slot,
                         const beacon_member_attrs *attrs, int enable)
 {
@@ -196,12 +188,65 @@ static void apply_attrs(beacon_balancer *t, beacon_entry *e, beacon_slot *slot,
 
     beacon_worker_look(t->w, slot, attrs ? attrs->route : NULL, &look);
     refused = plan_attrs(t, e, &look, attrs, &c);
+    if (t->policy.slowstart && (c.clear & BEACON_W_DRAIN)) {
+        beacon_decide_ramp_start(e, apr_time_now());
+        refused = plan_attrs(t, e, &look, attrs, &c);
+    }
     c.enable = enable;
     if (enable) {
         beacon_decide_mark_out(e, 0, 0, 0);
     }
     beacon_worker_apply(slot, &c);
     log_attrs(t, e, &look, &c, refused);
+    beacon_decide_ramp_after(e, attrs, look.self.lbfactor, t->policy.slowstart,
+                             apr_time_now());
+}
+
+/* A member begins a slow start: said once, its steps at debug. */
+static void ramp_begins(beacon_balancer *t, beacon_entry *e, apr_time_t now)
+{
+    beacon_decide_ramp_start(e, now);
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, t->s, BCNLOGNO(00225)
+                 "slow start of %s in %s: %d%% of its lbfactor, all of it "
+                 "after %" APR_TIME_T_FMT " ms", e->url, t->name,
+                 BEACON_RAMP_FLOOR, apr_time_as_msec(t->policy.slowstart));
+}
+
+/* Once a second: the next step of every slow start under way. */
+static void ramp_steps(beacon_balancer *t)
+{
+    int held = 0;
+    unsigned i;
+
+    for (i = 0; i < beacon_registry_size(t->registry); i++) {
+        beacon_entry *e = beacon_registry_entry(t->registry, i);
+        beacon_slot *slot;
+
+        if (e == NULL || e->ramp_since == 0 || e->state != BEACON_ENTRY_MEMBER ||
+            strcmp(e->balancer, t->name) != 0) {
+            continue;
+        }
+        if (!held && beacon_worker_hold(t->w) != APR_SUCCESS) {
+            return; /* logged; the next second tries again */
+        }
+        held = 1;
+        if ((slot = beacon_worker_slot(t->w, e)) != NULL) {
+            apply_attrs(t, e, slot, NULL, 0);
+        }
+    }
+    if (held) {
+        beacon_worker_unlock(t->w);
+    }
+}
+
+int beacon_balancer_keep(beacon_balancer *t, apr_time_t now, apr_pool_t *p)
+{
+    int forgotten = beacon_restore_keep(t->w, t->registry, &t->policy, now, p);
+
+    if (t->policy.slowstart) {
+        ramp_steps(t);
+    }
+    return forgotten;
 }
 
 /* ------------------------------------------------------------------ */
@@ -219,6 +264,9 @@ static beacon_add_result joined(beacon_balancer *t, beacon_join_way way,
     beacon_join_plan plan;
 
     beacon_decide_join(way, &plan);
+    if (plan.ramp && t->policy.slowstart) {
+        ramp_begins(t, e, apr_time_now());
+    }
     apply_attrs(t, e, slot, attrs, plan.enable);
     if (plan.commit && beacon_worker_commit(t->w, w, p, &info->why) != APR_SUCCESS) {
         beacon_registry_forget(e);
@@ -341,6 +389,10 @@ apr_status_t beacon_balancer_set_disabled(beacon_balancer *t, const char *url,
     beacon_worker_view(slot, &v);
     e->announced_flags = beacon_decide_rotation(disabled, e->announced_flags,
                                                 &c);
+    if (!disabled && t->policy.slowstart) { /* back: slowly, from now */
+        ramp_begins(t, e, apr_time_now());
+        c.lbfactor = beacon_decide_ramp_first(e, v.lbfactor);
+    }
     beacon_decide_mark_out(e, disabled, v.elected, apr_time_now());
     beacon_worker_apply(slot, &c);
     beacon_worker_unlock(t->w);
@@ -406,59 +458,17 @@ void beacon_balancer_announced(beacon_balancer *t,
     heard(t, a, now, out);
 }
 
-/* Registry entry e of t's balancer as a new owner takes it over into
- * *m: a member in its slot, or a replay mark (gone); 0 when it is
- * neither (a member whose slot is not there). */
-static int marked_member(beacon_balancer *t, const beacon_entry *e,
-                         apr_pool_t *p, beacon_member *m)
-{
-    beacon_slot_view v;
-    beacon_slot *slot;
-
-    memset(m, 0, sizeof(*m));
-    m->url = apr_pstrdup(p, e->url);
-    m->high_ts = e->high_ts;
-    if (e->state == BEACON_ENTRY_MARK) {
-        m->gone = 1;
-        m->last_heard = e->last_heard;
-        return 1;
-    }
-    if (e->state != BEACON_ENTRY_MEMBER ||
-        (slot = beacon_worker_slot(t->w, e)) == NULL) {
-        return 0;
-    }
-    beacon_worker_view(slot, &v);
-    m->disabled = (v.status & BEACON_W_DISABLED) != 0;
-    return 1;
-}
-
 int beacon_balancer_marked_members(beacon_balancer *t, apr_pool_t *p,
                                    beacon_member **members)
 {
-    unsigned i;
-    int n = 0;
+    int n;
 
     *members = NULL;
     if (beacon_worker_hold(t->w) != APR_SUCCESS) {
         return 0;
     }
-    /* this process is the owner from now on */
-    beacon_registry_own(t->registry);
-    beacon_recycle_finish(t->w, t->registry, t->policy.params, p);
-    beacon_slots_index(t->slots);
-    beacon_worker_index(t->w);
-    /* one walk of the registry: each member's slot is found by the index
-     * the entry keeps */
-    *members = apr_pcalloc(p, sizeof(beacon_member) *
-                                  beacon_registry_size(t->registry));
-    for (i = 0; i < beacon_registry_size(t->registry); i++) {
-        const beacon_entry *e = beacon_registry_entry(t->registry, i);
-
-        if (e && strcmp(e->balancer, t->name) == 0 &&
-            marked_member(t, e, p, &(*members)[n])) {
-            n++;
-        }
-    }
+    n = beacon_restore_take_over(t->w, t->registry, &t->policy, t->slots, p,
+                                 members);
     beacon_worker_unlock(t->w);
     return n;
 }

@@ -24,21 +24,6 @@ typedef struct {
     apr_time_t ready_at;    /* NO_SLOT: when a slot may be recyclable; 0 */
 } beacon_add_info;
 
-/* A member of the balancer that beacon created, for adoption; or a url
- * whose slot went to another (gone), of which only the replay mark is
- * left. */
-typedef struct {
-    const char *url;
-    int disabled;
-    int gone;
-    apr_int64_t high_ts;    /* its replay mark, kept across owners */
-    apr_time_t last_heard;  /* gone: when the mark was taken */
-} beacon_member;
-
-/* Config-time check of the receiver's balancer; NULL or an error message. */
-const char *beacon_balancer_check(apr_pool_t *p, server_rec *s,
-                                  const char *name);
-
 /* In post_config: the receiver's balancer and its registry of members;
  * registry_key names the receiver (virtual host, bind address). */
 beacon_balancer *beacon_balancer_open(apr_pool_t *pconf, server_rec *s,

@@ -145,6 +145,7 @@ void *beacon_config_merge_server(apr_pool_t *p, void *basev, void *addv)
     conf->timeout = add->timeout.set ? add->timeout : base->timeout;
     conf->max_skew = add->max_skew.set ? add->max_skew : base->max_skew;
     conf->forget = add->forget.set ? add->forget : base->forget;
+    conf->slowstart = add->slowstart.set ? add->slowstart : base->slowstart;
     conf->member_params = add->member_params ? add->member_params
                                              : base->member_params;
     conf->allow = add->allow ? add->allow : base->allow;
@@ -251,6 +252,8 @@ apr_interval_time_t beacon_config_forget_interval(const beacon_server_conf *conf
 
 static interval_directive forget_of_receiver = {
     APR_OFFSETOF(beacon_server_conf, forget), 1, 366 * DAY, "a year"};
+static interval_directive slowstart_of_receiver = {
+    APR_OFFSETOF(beacon_server_conf, slowstart), 1, DAY, "a day"};
 static interval_directive interval_of_sender = {
     APR_OFFSETOF(beacon_server_conf, interval), 0, DAY, "a day"};
 
@@ -677,6 +680,21 @@ static const char *set_allow(cmd_parms *cmd, void *dummy, int argc,
     return NULL;
 }
 
+/* slowstart=DURATION: the balancer's own ProxyBeaconSlowStart. */
+static const char *set_slowstart(beacon_balancer_conf *bc, const char *v)
+{
+    apr_interval_time_t t;
+
+    if (ap_timeout_parameter_parse(v, &t, "s") != APR_SUCCESS || t < 0 ||
+        t > DAY) {
+        return "expects a duration of at most a day (e.g. 30, 30s, 500ms; 0: "
+               "none)";
+    }
+    bc->slowstart.value = t;
+    bc->slowstart.set = 1;
+    return NULL;
+}
+
 /* slots=N: member slots the balancer reserves at start. */
 static const char *set_slots(beacon_balancer_conf *bc, const char *v)
 {
@@ -716,9 +734,13 @@ static const char *balancer_option(cmd_parms *cmd, beacon_balancer_conf *bc,
     else if (strncmp(arg, "allow=", 6) == 0) {
         return add_allow(cmd, bc, arg + 6);
     }
+    else if (strncmp(arg, "slowstart=", 10) == 0 && !bc->slowstart.set) {
+        err = set_slowstart(bc, arg + 10);
+    }
     else {
         err = "not an option (service=NAME once, secret=SECRET at most "
-              "twice, contexts=LIST, slots=N once, allow=LIST)";
+              "twice, contexts=LIST, slots=N once, allow=LIST, "
+              "slowstart=DURATION once)";
     }
     if (err) {
         /* a secret= value is never echoed */
@@ -806,6 +828,7 @@ const command_rec beacon_cmds[] = {
         "parts are this server's own"),
     AP_INIT_TAKE_ARGV("ProxyBeaconBalancer", set_balancer, NULL, RSRC_CONF,
         "NAME [service=SVC] [secret=SECRET ...] [contexts=LIST] [slots=N] "
+        "[slowstart=DURATION] "
         "[allow=LIST]: a "
         "balancer (name or balancer://name) announced backends join, those "
         "of service SVC (verified with its own secrets) or, without "
@@ -832,6 +855,11 @@ const command_rec beacon_cmds[] = {
         "slot is reused first and a restart does not bring it back "
         "(default 1h, or longer than ProxyBeaconTimeout plus twice "
         "ProxyBeaconMaxSkew; 0: never)"),
+    AP_INIT_TAKE1("ProxyBeaconSlowStart", set_interval, &slowstart_of_receiver,
+        RSRC_CONF,
+        "how long a member that joins, or returns to rotation, takes to "
+        "reach its whole load factor from a tenth of it (default 0: at "
+        "once); slowstart= of ProxyBeaconBalancer for one balancer"),
     AP_INIT_TAKE1("ProxyBeaconSecret", set_secret, NULL, RSRC_CONF,
         "shared secret: hex: and 32 hex digits, a passphrase of 16 bytes or "
         "more, file:/path holding either, or exec:/path [args] printing "

@@ -50,6 +50,7 @@ typedef struct {
                                    * (placeholders); 0: none, growth only */
     beacon_reach_t *allow;        /* allow=: narrows the receiver's
                                    * ProxyBeaconAllow; NULL: no narrowing */
+    beacon_interval slowstart;    /* slowstart=: the receiver's when unset */
     const char *where;            /* "file:line" for config-time errors */
 } beacon_balancer_conf;
 
@@ -64,6 +65,7 @@ typedef struct {
     beacon_interval timeout;      /* 0 = add-only */
     beacon_interval max_skew;
     beacon_interval forget;       /* 0 = never; see beacon_config_forget_interval */
+    beacon_interval slowstart;    /* ProxyBeaconSlowStart; 0: none */
     beacon_member_params *member_params; /* ProxyBeaconMemberParams, or NULL */
     beacon_reach_t *allow;        /* ProxyBeaconAllow, or NULL: the defaults
                                    * (beacon_reach_t); inherited */

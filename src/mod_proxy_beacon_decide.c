@@ -29,15 +29,38 @@ int beacon_decide_route_given_up(const beacon_entry *holder,
            !(status & BEACON_ADMIN_FLAGS);
 }
 
-int beacon_decide_attrs(const beacon_slot_look *look,
-                        const beacon_entry *holder, apr_uint32_t announced,
+/* The factor a plan sets, into c->lbfactor: a slow start's step (and its
+ * end) at once, a reported load as beacon_decide_load_applies. */
+static void plan_factor(const beacon_slot_view *v, const beacon_entry *e,
                         const beacon_member_attrs *attrs,
+                        apr_interval_time_t slowstart, apr_time_t now,
+                        beacon_slot_change *c)
+{
+    if (e->ramp_since) {
+        int want = beacon_decide_ramped(
+            beacon_decide_ramp_base(e, attrs, v->lbfactor),
+            beacon_decide_ramp_percent(e->ramp_since, slowstart, now));
+
+        c->lbfactor = want != v->lbfactor ? want : 0;
+    }
+    else if (attrs && attrs->lbfactor &&
+             beacon_decide_load_applies(attrs->lbfactor, v->lbfactor,
+                                        e->lbfactor_changed_at, now)) {
+        c->lbfactor = attrs->lbfactor;
+    }
+}
+
+int beacon_decide_attrs(const beacon_slot_look *look,
+                        const beacon_entry *holder, const beacon_entry *e,
+                        const beacon_member_attrs *attrs,
+                        apr_interval_time_t slowstart, apr_time_t now,
                         beacon_slot_change *c)
 {
     const beacon_slot_view *v = &look->self;
     int refused = 0;
 
     memset(c, 0, sizeof(*c));
+    plan_factor(v, e, attrs, slowstart, now, c);
     if (attrs == NULL) {
         return 0;
     }
@@ -51,16 +74,35 @@ int beacon_decide_attrs(const beacon_slot_look *look,
             c->route_from = look->holder;
         }
     }
-    if (attrs->lbfactor && attrs->lbfactor != v->lbfactor) {
-        c->lbfactor = attrs->lbfactor;
-    }
     if (attrs->state != BEACON_WIRE_LEAVING) {
         apr_uint32_t asked = beacon_decide_state_flags(attrs->state);
 
         c->set = asked & ~v->status;
-        c->clear = announced & ~asked;
+        c->clear = e->announced_flags & ~asked;
     }
     return refused;
+}
+
+/* A clock stepped back makes the last change as old as can be. */
+static int changed_long_ago(apr_time_t changed_at, apr_time_t now,
+                            apr_interval_time_t span)
+{
+    return changed_at == 0 || now < changed_at || now - changed_at >= span;
+}
+
+int beacon_decide_load_applies(int announced, int current,
+                               apr_time_t changed_at, apr_time_t now)
+{
+    int delta = announced > current ? announced - current : current - announced;
+
+    return delta != 0 &&
+           (delta * 100 >= current * BEACON_LOAD_STEP ||
+            changed_long_ago(changed_at, now, BEACON_LOAD_SETTLE));
+}
+
+int beacon_decide_load_is_report(apr_time_t changed_at, apr_time_t now)
+{
+    return !changed_long_ago(changed_at, now, BEACON_LOAD_QUIET);
 }
 
 int beacon_decide_changes_slot(const beacon_slot_change *c)
@@ -116,6 +158,81 @@ void beacon_decide_heard(beacon_entry *e, apr_int64_t ts, apr_time_t now)
 }
 
 /* ------------------------------------------------------------------ */
+/* Slow start                                                          */
+
+int beacon_decide_ramp_percent(apr_time_t since, apr_interval_time_t duration,
+                               apr_time_t now)
+{
+    apr_interval_time_t step = duration / BEACON_RAMP_STEPS, done;
+
+    if (since == 0 || duration <= 0 || now - since >= duration) {
+        return 100;
+    }
+    if (now < since) {
+        return BEACON_RAMP_FLOOR;
+    }
+    if (step < apr_time_from_sec(1)) {
+        step = apr_time_from_sec(1);
+    }
+    done = (now - since) / step * step; /* whole steps only */
+    return BEACON_RAMP_FLOOR + (int)((100 - BEACON_RAMP_FLOOR) * done / duration);
+}
+
+int beacon_decide_ramped(int factor, int percent)
+{
+    int ramped = (int)((apr_int64_t)factor * percent / 100);
+
+    return ramped > 100 ? ramped : 100;
+}
+
+int beacon_decide_ramp_base(const beacon_entry *e,
+                            const beacon_member_attrs *attrs, int current)
+{
+    if (attrs && attrs->lbfactor) {
+        return attrs->lbfactor;
+    }
+    return e->ramp_base ? e->ramp_base : current;
+}
+
+void beacon_decide_ramp_start(beacon_entry *e, apr_time_t now)
+{
+    if (e->ramp_since == 0) {
+        e->ramp_base = 0; /* else the one a ramp under way leads to */
+    }
+    e->ramp_since = now;
+}
+
+int beacon_decide_ramp_first(beacon_entry *e, int current)
+{
+    e->ramp_base = beacon_decide_ramp_base(e, NULL, current);
+    return beacon_decide_ramped(e->ramp_base, BEACON_RAMP_FLOOR);
+}
+
+void beacon_decide_ramp_after(beacon_entry *e, const beacon_member_attrs *attrs,
+                              int current, apr_interval_time_t slowstart,
+                              apr_time_t now)
+{
+    if (e->ramp_since == 0) {
+        return;
+    }
+    if (beacon_decide_ramp_percent(e->ramp_since, slowstart, now) == 100) {
+        e->ramp_since = 0;
+        e->ramp_base = 0;
+        return;
+    }
+    e->ramp_base = beacon_decide_ramp_base(e, attrs, current);
+}
+
+void beacon_decide_ramp_restart(beacon_entry *e)
+{
+    if (e->ramp_since && e->ramp_base && e->admin.saved) {
+        e->admin.lbfactor = e->ramp_base;
+    }
+    e->ramp_since = 0;
+    e->ramp_base = 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* How an add ends                                                     */
 
 void beacon_decide_join(beacon_join_way way, beacon_join_plan *plan)
@@ -124,10 +241,11 @@ void beacon_decide_join(beacon_join_way way, beacon_join_plan *plan)
      * backend announces is set before any request can use it, and commit
      * puts it in rotation. The others are in the list already. */
     static const beacon_join_plan plans[] = {
-        [BEACON_JOIN_RESERVED] = {BEACON_ADD_DONE, 1, 0, 1, 1},
-        [BEACON_JOIN_GROWTH]   = {BEACON_ADD_DONE, 0, 1, 1, 1},
-        [BEACON_JOIN_RECYCLED] = {BEACON_ADD_RECYCLED, 1, 0, 0, 1},
-        [BEACON_JOIN_ADOPTED]  = {BEACON_ADD_ADOPTED, 1, 0, 0, 0},
+        [BEACON_JOIN_RESERVED] = {BEACON_ADD_DONE, 1, 0, 1, 1, 1},
+        [BEACON_JOIN_GROWTH]   = {BEACON_ADD_DONE, 0, 1, 1, 1, 1},
+        [BEACON_JOIN_RECYCLED] = {BEACON_ADD_RECYCLED, 1, 0, 0, 1, 1},
+        /* a member a restart put back: no join, no slow start */
+        [BEACON_JOIN_ADOPTED]  = {BEACON_ADD_ADOPTED, 1, 0, 0, 0, 0},
     };
 
     *plan = plans[way];

@@ -127,22 +127,48 @@ int beacon_decide_route_given_up(const beacon_entry *holder,
                                  apr_uint32_t status);
 
 /*
- * What the backend's announcement attrs asks of its member, as look saw
- * its slot, into *c (zeroed first; c->enable is the caller's). It is
- * compared with the member as it is, not with the last announcement: a
- * value the member lost (a restart gave back an older one, an admin typed
- * another) is set again. The state sets what the slot lacks and clears
- * what an earlier announced state set (announced: the entry's
- * announced_flags) and it no longer asks for; never an admin's flag. A
- * leaving announces no state (the member goes out of rotation).
- * holder: the registry entry of look->holder (NULL: none, or not
- * beacon's). Returns 1 when the route is refused (another member keeps
- * it).
+ * What the backend's announcement attrs asks at now of its member, entry
+ * e, as look saw its slot, into *c (zeroed first; c->enable is the
+ * caller's). It is compared with the member as it is, not with the last
+ * announcement: a value the member lost (a restart gave back an older
+ * one, an admin typed another) is set again. A load factor is set when
+ * beacon_decide_load_applies. The state sets what the slot lacks and
+ * clears what an earlier announced state set (e->announced_flags) and it
+ * no longer asks for; never an admin's flag. A leaving announces no state
+ * (the member goes out of rotation). holder: the registry entry of
+ * look->holder (NULL: none, or not beacon's). Returns 1 when the route is
+ * refused (another member keeps it).
  */
 int beacon_decide_attrs(const beacon_slot_look *look,
-                        const beacon_entry *holder, apr_uint32_t announced,
+                        const beacon_entry *holder, const beacon_entry *e,
                         const beacon_member_attrs *attrs,
+                        apr_interval_time_t slowstart, apr_time_t now,
                         beacon_slot_change *c);
+
+/* ------------------------------------------------------------------ */
+/* Load a backend reports (its lbfactor, changing)                     */
+
+/* A reported factor replaces the one in force when it differs by at least
+ * this share of it (percent), or once the last change is this old: a
+ * load that wavers a little moves the factor at most every 10 s, a real
+ * change at once. */
+#define BEACON_LOAD_STEP 5
+#define BEACON_LOAD_SETTLE apr_time_from_sec(10)
+
+/* A change of a member's factor is logged at info when its factor had
+ * not changed for this long (a changed static value), else at debug (a
+ * backend reporting its load): 1,000 members reporting every second
+ * write no line at info. */
+#define BEACON_LOAD_QUIET apr_time_from_sec(60)
+
+/* Whether announced (hundredths) replaces current at now, the member's
+ * factor having last changed at changed_at (0: never). */
+int beacon_decide_load_applies(int announced, int current,
+                               apr_time_t changed_at, apr_time_t now);
+
+/* Whether a change of the factor at now is a load report's (logged at
+ * debug) rather than a changed static value's (info). */
+int beacon_decide_load_is_report(apr_time_t changed_at, apr_time_t now);
 
 /* Whether c changes anything of the slot. */
 int beacon_decide_changes_slot(const beacon_slot_change *c);
@@ -176,6 +202,48 @@ void beacon_decide_mark_out(beacon_entry *e, int out, apr_uint64_t elected,
 void beacon_decide_heard(beacon_entry *e, apr_int64_t ts, apr_time_t now);
 
 /* ------------------------------------------------------------------ */
+/* Slow start                                                          */
+
+/* A member that joins, or returns to rotation after an eviction, a
+ * leaving or a drain, gets this share of its factor (percent; Envoy's
+ * floor) and the whole of it over the slow start, in steps of
+ * max(1 s, slow start / BEACON_RAMP_STEPS) (HAProxy's 5 %). */
+#define BEACON_RAMP_FLOOR 10
+#define BEACON_RAMP_STEPS 20
+
+/* The share of its factor (percent) a member whose slow start of
+ * duration began at since gets at now: 100 when there is none (since or
+ * duration 0) or it is over. A clock stepped back starts it again. */
+int beacon_decide_ramp_percent(apr_time_t since, apr_interval_time_t duration,
+                               apr_time_t now);
+
+/* factor (hundredths) at percent of itself, at least 1.00. */
+int beacon_decide_ramped(int factor, int percent);
+
+/* The factor a slow start leads to: the one announced (attrs, may be
+ * NULL), else the one e kept when it began, else current (the slot's). */
+int beacon_decide_ramp_base(const beacon_entry *e,
+                            const beacon_member_attrs *attrs, int current);
+
+/* A slow start of e begins at now: the factor it leads to is not yet
+ * known, unless a slow start was under way (its slot holds a step). */
+void beacon_decide_ramp_start(beacon_entry *e, apr_time_t now);
+
+/* The first step of the slow start e just began, its slot's factor being
+ * current: the factor to set; e keeps the factor it leads to. */
+int beacon_decide_ramp_first(beacon_entry *e, int current);
+
+/* The entry's slow start once a plan made with it is applied: it keeps
+ * the factor it leads to, and ends when over. */
+void beacon_decide_ramp_after(beacon_entry *e, const beacon_member_attrs *attrs,
+                              int current, apr_interval_time_t slowstart,
+                              apr_time_t now);
+
+/* A restart is no join: a member it restores ends its slow start with its
+ * whole factor (what the restart gives back of the slot, e->admin). */
+void beacon_decide_ramp_restart(beacon_entry *e);
+
+/* ------------------------------------------------------------------ */
 /* How an add ends                                                     */
 
 typedef enum {
@@ -193,6 +261,7 @@ typedef struct {
     int commit;    /* still to be made a member (httpd's init and list) */
     int recount;   /* the balancer has one member more: maxattempts */
     int confirm;   /* found in the list afterwards, or NOT_CONFIRMED */
+    int ramp;      /* a new member: a slow start, when one is configured */
 } beacon_join_plan;
 
 void beacon_decide_join(beacon_join_way way, beacon_join_plan *plan);

@@ -12,6 +12,8 @@
 
 #include "beacon.h"
 
+#include <stddef.h>
+
 /* The registry is a persisted layout: the sizes of its copies of httpd's
  * fields are fixed here (mod_proxy_beacon_worker.c checks them against
  * httpd's), so that no httpd header changes it. */
@@ -63,7 +65,14 @@ typedef struct {
     beacon_admin_settings admin;
     apr_uint32_t announced_flags; /* N or H that an announced state set */
     apr_time_t route_refused_at; /* last "route already used" line */
-    char unused[BEACON_SLOT_ROUTE_SIZE]; /* version 3's announced route */
+    apr_time_t lbfactor_changed_at; /* the last change of its factor that
+                               * an announcement made; 0: none yet */
+    apr_time_t ramp_since;     /* a slow start began (wall clock); 0: none */
+    apr_int32_t ramp_base;     /* the factor it leads to; 0: not yet known */
+    apr_int32_t ramp_unused;
+    char unused[BEACON_SLOT_ROUTE_SIZE - 2 * sizeof(apr_time_t) -
+                2 * sizeof(apr_int32_t)]; /* with the 4 fields above:
+                               * version 3's announced route */
     char balancer[BEACON_BALANCER_NAME_SIZE];
     char url[BEACON_URL_MAX];
     char next_url[BEACON_URL_MAX];
@@ -77,5 +86,10 @@ typedef struct {
     apr_uint32_t version;
     apr_int32_t max_attempts;  /* maxattempts beacon set last; -1: never */
 } beacon_registry_header;
+
+/* Version 4's layout: the field carved out of unused[] keeps its size. */
+_Static_assert(offsetof(beacon_entry, balancer) -
+                   offsetof(beacon_entry, lbfactor_changed_at) ==
+               BEACON_SLOT_ROUTE_SIZE, "an entry's layout is persisted");
 
 #endif /* MOD_PROXY_BEACON_ENTRY_H */

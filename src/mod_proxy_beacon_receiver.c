@@ -122,7 +122,10 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
                                    r->conf->member_params, r->bal->slots,
                                    beacon_config_balancer_capacity(r->bal),
                                    {r->conf->allow, r->bal->allow, NULL},
-                                   r->bal->contexts};
+                                   r->bal->contexts,
+                                   r->bal->slowstart.set
+                                       ? r->bal->slowstart.value
+                                       : r->conf->slowstart.value};
     int restored, forgotten;
 
     r->target = beacon_balancer_open(pconf, r->s, r->bal->name,

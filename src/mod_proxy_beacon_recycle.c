@@ -73,6 +73,8 @@ static void complete(beacon_worker_balancer *ws, beacon_entry *e,
     e->last_heard = apr_time_now();
     memset(&e->admin, 0, sizeof(e->admin));
     e->route_refused_at = 0;
+    e->lbfactor_changed_at = e->ramp_since = 0;
+    e->ramp_base = 0;
     e->state = BEACON_ENTRY_MEMBER;
 }
 

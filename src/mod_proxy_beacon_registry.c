@@ -369,6 +369,8 @@ static void upgrade(beacon_entry *e)
 {
     if (e->magic == MARK_IN_USE && e->version == PREVIOUS_VERSION) {
         e->announced_flags = 0;
+        e->lbfactor_changed_at = e->ramp_since = 0;
+        e->ramp_base = e->ramp_unused = 0;
         memset(e->unused, 0, sizeof(e->unused));
         e->version = REGISTRY_VERSION;
     }

@@ -230,6 +230,7 @@ static int restore_member(beacon_worker_balancer *ws, beacon_slots_reserved *slo
         return 0;
     }
     beacon_worker_note_slot(e, slot);
+    beacon_decide_ramp_restart(e);
     beacon_worker_give_admin(slot, &e->admin);
     /* in rotation or not as when httpd stopped: the downtime is no lease
      * that lapsed, the new owner gives it a fresh one */
@@ -332,4 +333,56 @@ int beacon_restore_members(beacon_worker_balancer *ws, const beacon_registry *re
                      beacon_worker_balancer_name(ws));
     }
     return restored;
+}
+
+/* Registry entry e as a new owner takes it over into *m: a member in its
+ * slot, or a replay mark (gone); 0 when it is neither (a member whose
+ * slot is not there). */
+static int marked_member(const beacon_worker_balancer *ws, const beacon_entry *e,
+                         apr_pool_t *p, beacon_member *m)
+{
+    beacon_slot_view v;
+    beacon_slot *slot;
+
+    memset(m, 0, sizeof(*m));
+    m->url = apr_pstrdup(p, e->url);
+    m->high_ts = e->high_ts;
+    if (e->state == BEACON_ENTRY_MARK) {
+        m->gone = 1;
+        m->last_heard = e->last_heard;
+        return 1;
+    }
+    if (e->state != BEACON_ENTRY_MEMBER ||
+        (slot = beacon_worker_slot(ws, e)) == NULL) {
+        return 0;
+    }
+    beacon_worker_view(slot, &v);
+    m->disabled = (v.status & BEACON_W_DISABLED) != 0;
+    return 1;
+}
+
+int beacon_restore_take_over(beacon_worker_balancer *ws, const beacon_registry *reg,
+                             const beacon_member_policy *policy,
+                             beacon_slots_reserved *slots, apr_pool_t *p,
+                             beacon_member **members)
+{
+    unsigned i;
+    int n = 0;
+
+    /* this process is the owner from now on */
+    beacon_registry_own(reg);
+    beacon_recycle_finish(ws, reg, policy->params, p);
+    beacon_slots_index(slots);
+    beacon_worker_index(ws);
+    /* one walk of the registry: each member's slot is found by the index
+     * the entry keeps */
+    *members = apr_pcalloc(p, sizeof(beacon_member) * beacon_registry_size(reg));
+    for (i = 0; i < beacon_registry_size(reg); i++) {
+        const beacon_entry *e = beacon_registry_entry(reg, i);
+
+        if (e && in_balancer(ws, e) && marked_member(ws, e, p, &(*members)[n])) {
+            n++;
+        }
+    }
+    return n;
 }

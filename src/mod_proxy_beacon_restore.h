@@ -27,6 +27,8 @@ typedef struct {
                                    * a member they refuse is not restored */
     const beacon_allow_t *contexts; /* contexts=, or NULL: a restored claim
                                    * keeps only the contexts it allows */
+    apr_interval_time_t slowstart; /* ProxyBeaconSlowStart, slowstart=;
+                                   * 0: none */
 } beacon_member_policy;
 
 /*
@@ -56,5 +58,28 @@ int beacon_restore_keep(const beacon_worker_balancer *ws, const beacon_registry 
  * that no edit of the last second is lost. Allocates and logs nothing. */
 void beacon_restore_keep_at_stop(const beacon_worker_balancer *ws,
                                  const beacon_registry *reg);
+
+/* A member of the balancer that beacon created, for adoption; or a url
+ * whose slot went to another (gone), of which only the replay mark is
+ * left. */
+typedef struct {
+    const char *url;
+    int disabled;
+    int gone;
+    apr_int64_t high_ts;    /* its replay mark, kept across owners */
+    apr_time_t last_heard;  /* gone: when the mark was taken */
+} beacon_member;
+
+/*
+ * A new owner takes the registry over, under the balancer's locks (held
+ * by the caller): it finishes a rename another owner left half done,
+ * indexes the slots, and writes into *members (from p) the members
+ * carrying beacon's mark and the replay marks of urls whose slot went to
+ * another; returns how many.
+ */
+int beacon_restore_take_over(beacon_worker_balancer *ws, const beacon_registry *reg,
+                             const beacon_member_policy *policy,
+                             beacon_slots_reserved *slots, apr_pool_t *p,
+                             beacon_member **members);
 
 #endif /* MOD_PROXY_BEACON_RESTORE_H */

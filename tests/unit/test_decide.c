@@ -147,7 +147,7 @@ static void an_announcement_changes_what_differs_from_the_member(void **state)
         static char somewhere;
         beacon_slot *other = (beacon_slot *)&somewhere; /* an identity */
         beacon_member_attrs attrs = {0};
-        beacon_entry holder = {0};
+        beacon_entry holder = {0}, me = {0};
         beacon_slot_look look = {0};
         beacon_slot_change c;
         int refused;
@@ -168,9 +168,10 @@ static void an_announcement_changes_what_differs_from_the_member(void **state)
         attrs.lbfactor = k->want_lbfactor;
         attrs.state = k->want_state;
 
+        me.announced_flags = k->announced;
         print_message("%s\n", k->what);
-        refused = beacon_decide_attrs(&look, k->holder ? &holder : NULL,
-                                      k->announced, &attrs, &c);
+        refused = beacon_decide_attrs(&look, k->holder ? &holder : NULL, &me,
+                                      &attrs, 0, T0, &c);
         assert_int_equal(refused, k->refused);
         if (k->route_set) {
             assert_non_null(c.route);
@@ -192,12 +193,14 @@ static void an_announcement_changes_what_differs_from_the_member(void **state)
 static void no_attributes_plan_no_change(void **state)
 {
     beacon_slot_look look = {0};
+    beacon_entry me = {0};
     beacon_slot_change c;
 
     (void)state;
     memset(&c, 0xff, sizeof(c));
     look.self.route = "w1";
-    assert_int_equal(beacon_decide_attrs(&look, NULL, N, NULL, &c), 0);
+    me.announced_flags = N;
+    assert_int_equal(beacon_decide_attrs(&look, NULL, &me, NULL, 0, T0, &c), 0);
     assert_false(beacon_decide_changes_slot(&c));
     c.enable = 1; /* putting it back in rotation is a change by itself */
     assert_true(beacon_decide_changes_slot(&c));
@@ -225,6 +228,64 @@ static void the_entry_keeps_the_flags_an_announced_state_set(void **state)
         assert_int_equal(beacon_decide_announced_after(cases[i].before, &c),
                          cases[i].after);
     }
+}
+
+static void a_reported_load_moves_the_factor_by_steps_or_after_a_while(void **state)
+{
+    static const struct {
+        const char *what;
+        int announced, current;
+        apr_interval_time_t since;  /* now - last change; -1: never */
+        int applies, is_report;
+    } cases[] = {
+        {"the same", 5000, 5000, SEC(100), 0, 0},
+        {"the first change since it joined", 5100, 5000, -1, 1, 0},
+        {"5 % at once", 5250, 5000, SEC(1), 1, 1},
+        {"5 % down at once", 4750, 5000, SEC(1), 1, 1},
+        {"4.98 % waits", 5249, 5000, SEC(1), 0, 1},
+        {"2 % waits 10 s", 5100, 5000, SEC(9), 0, 1},
+        {"2 % after 10 s", 5100, 5000, SEC(10), 1, 1},
+        {"a static value changed after a minute", 5100, 5000, SEC(60), 1, 0},
+        {"a clock stepped back", 5100, 5000, -SEC(5), 1, 0},
+        {"1.00 to 1.05", 105, 100, SEC(1), 1, 1},
+        {"1.00 to 1.04", 104, 100, SEC(1), 0, 1},
+        {"100 to 1", 100, 10000, SEC(1), 1, 1},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        apr_time_t changed_at = cases[i].since == -1 ? 0 : T0 - cases[i].since;
+
+        print_message("%s\n", cases[i].what);
+        assert_int_equal(beacon_decide_load_applies(cases[i].announced,
+                                                    cases[i].current,
+                                                    changed_at, T0),
+                         cases[i].applies);
+        assert_int_equal(beacon_decide_load_is_report(changed_at, T0),
+                         cases[i].is_report);
+    }
+}
+
+static void a_load_factor_waits_in_the_plan_of_an_announcement(void **state)
+{
+    beacon_slot_look look = {0};
+    beacon_member_attrs attrs = {0};
+    beacon_entry me = {0};
+    beacon_slot_change c;
+
+    (void)state;
+    look.self.route = "";
+    look.self.lbfactor = 5000;
+    attrs.lbfactor = 5100;
+    me.lbfactor_changed_at = T0 - SEC(2);
+    beacon_decide_attrs(&look, NULL, &me, &attrs, 0, T0, &c);
+    assert_int_equal(c.lbfactor, 0);
+    beacon_decide_attrs(&look, NULL, &me, &attrs, 0, T0 + SEC(8), &c);
+    assert_int_equal(c.lbfactor, 5100);
+    attrs.lbfactor = 6000;
+    beacon_decide_attrs(&look, NULL, &me, &attrs, 0, T0, &c);
+    assert_int_equal(c.lbfactor, 6000);
 }
 
 /* ------------------------------------------------------------------ */
@@ -327,6 +388,160 @@ static void a_member_is_heard_and_a_mark_only_rises(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* Slow start                                                          */
+
+static void a_slow_start_climbs_from_a_tenth_in_whole_steps(void **state)
+{
+    static const struct {
+        apr_interval_time_t duration, at; /* at: now - since; -1: no ramp */
+        int percent;
+    } cases[] = {
+        {SEC(20), 0, 10},
+        {SEC(20), SEC(1) - 1, 10},        /* a step is a whole second */
+        {SEC(20), SEC(1), 14},            /* 10 + 90 x 1/20 = 14.5 */
+        {SEC(20), SEC(10), 55},
+        {SEC(20), SEC(19), 95},
+        {SEC(20), SEC(20), 100},          /* over */
+        {SEC(20), SEC(600), 100},
+        {SEC(5), SEC(1), 28},             /* steps of 1 s, not 250 ms */
+        {SEC(5), SEC(1) / 2, 10},
+        {SEC(200), SEC(9), 10},           /* steps of 10 s */
+        {SEC(200), SEC(10), 14},
+        {SEC(20), -SEC(3), 10},           /* a clock stepped back: again */
+        {0, SEC(1), 100},                 /* no slow start configured */
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        if (beacon_decide_ramp_percent(T0, cases[i].duration, T0 + cases[i].at)
+            != cases[i].percent) {
+            print_error("case %zu\n", i);
+        }
+        assert_int_equal(beacon_decide_ramp_percent(T0, cases[i].duration,
+                                                    T0 + cases[i].at),
+                         cases[i].percent);
+    }
+    assert_int_equal(beacon_decide_ramp_percent(0, SEC(20), T0), 100);
+}
+
+static void a_ramped_factor_is_a_share_and_at_least_one(void **state)
+{
+    static const struct {
+        int factor, percent, ramped;
+    } cases[] = {
+        {10000, 10, 1000}, {10000, 55, 5500}, {10000, 100, 10000},
+        {5000, 14, 700}, {100, 10, 100}, {250, 10, 100}, {1500, 10, 150},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        assert_int_equal(beacon_decide_ramped(cases[i].factor, cases[i].percent),
+                         cases[i].ramped);
+    }
+}
+
+static void a_slow_start_leads_to_the_announced_or_the_kept_factor(void **state)
+{
+    beacon_member_attrs attrs = {0};
+    beacon_entry e = {0};
+
+    (void)state;
+    assert_int_equal(beacon_decide_ramp_base(&e, NULL, 300), 300);
+    e.ramp_base = 500;
+    assert_int_equal(beacon_decide_ramp_base(&e, NULL, 300), 500);
+    assert_int_equal(beacon_decide_ramp_base(&e, &attrs, 300), 500);
+    attrs.lbfactor = 2000;
+    assert_int_equal(beacon_decide_ramp_base(&e, &attrs, 300), 2000);
+
+    /* begun, stepped, restarted under way, ended */
+    memset(&e, 0, sizeof(e));
+    e.ramp_base = 77;
+    beacon_decide_ramp_start(&e, T0);
+    assert_int_equal(e.ramp_since, T0);
+    assert_int_equal(e.ramp_base, 0);
+    beacon_decide_ramp_after(&e, NULL, 400, SEC(20), T0);
+    assert_int_equal(e.ramp_base, 400);
+    beacon_decide_ramp_start(&e, T0 + SEC(5)); /* its slot holds a step */
+    assert_int_equal(e.ramp_base, 400);
+    beacon_decide_ramp_after(&e, &attrs, 60, SEC(20), T0 + SEC(6));
+    assert_int_equal(e.ramp_base, 2000);
+    beacon_decide_ramp_after(&e, NULL, 60, SEC(20), T0 + SEC(25));
+    assert_int_equal(e.ramp_since, 0);
+    assert_int_equal(e.ramp_base, 0);
+}
+
+static void a_slow_start_plans_its_steps_past_the_load_threshold(void **state)
+{
+    static const struct {
+        apr_interval_time_t at;
+        int current, announced, planned;   /* planned 0: no change */
+    } cases[] = {
+        {0, 10000, 0, 1000},          /* joins: a tenth of its own */
+        {SEC(1), 1000, 0, 1400},
+        {SEC(1), 1400, 0, 0},
+        {SEC(19), 9050, 0, 9500},     /* 4.97 %: a step all the same */
+        {SEC(20), 9500, 0, 10000},    /* over: the whole */
+        {SEC(10), 5500, 5000, 2750},  /* the ramp caps what load asks */
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        beacon_slot_look look = {0};
+        beacon_member_attrs attrs = {0};
+        beacon_entry e = {0};
+        beacon_slot_change c;
+
+        e.ramp_since = T0;
+        e.ramp_base = cases[i].at ? 10000 : 0;
+        e.lbfactor_changed_at = T0 + cases[i].at; /* damping would hold it */
+        look.self.route = "";
+        look.self.lbfactor = cases[i].current;
+        attrs.lbfactor = cases[i].announced;
+        beacon_decide_attrs(&look, NULL, &e, &attrs, SEC(20), T0 + cases[i].at, &c);
+        assert_int_equal(c.lbfactor, cases[i].planned);
+        beacon_decide_attrs(&look, NULL, &e, NULL, SEC(20), T0 + cases[i].at, &c);
+        /* a step alone (once a second): towards the factor it kept */
+        assert_int_equal(c.lbfactor, cases[i].announced ? 0 : cases[i].planned);
+    }
+}
+
+static void a_member_back_in_rotation_starts_at_a_tenth(void **state)
+{
+    beacon_entry e = {0};
+
+    (void)state;
+    beacon_decide_ramp_start(&e, T0);
+    assert_int_equal(beacon_decide_ramp_first(&e, 4000), 400);
+    assert_int_equal(e.ramp_base, 4000);
+    /* evicted in the middle of a slow start: its slot holds a step */
+    beacon_decide_ramp_start(&e, T0 + SEC(3));
+    assert_int_equal(beacon_decide_ramp_first(&e, 1300), 400);
+    assert_int_equal(e.ramp_base, 4000);
+}
+
+static void a_restart_ends_a_slow_start_with_the_whole_factor(void **state)
+{
+    beacon_entry e = {0};
+
+    (void)state;
+    e.ramp_since = T0;
+    e.ramp_base = 4000;
+    e.admin.saved = 1;
+    e.admin.lbfactor = 1300; /* a step, kept by the last second's look */
+    beacon_decide_ramp_restart(&e);
+    assert_int_equal(e.admin.lbfactor, 4000);
+    assert_int_equal(e.ramp_since, 0);
+    assert_int_equal(e.ramp_base, 0);
+    /* none under way: the admin's own value stays */
+    e.admin.lbfactor = 1300;
+    beacon_decide_ramp_restart(&e);
+    assert_int_equal(e.admin.lbfactor, 1300);
+}
+
+/* ------------------------------------------------------------------ */
 /* How an add ends                                                     */
 
 static void every_way_of_adding_ends_as_its_plan_says(void **state)
@@ -335,11 +550,11 @@ static void every_way_of_adding_ends_as_its_plan_says(void **state)
         beacon_join_way way;
         beacon_join_plan plan;
     } cases[] = {
-        /*                        result            enable commit recount confirm */
-        {BEACON_JOIN_RESERVED, {BEACON_ADD_DONE, 1, 0, 1, 1}},
-        {BEACON_JOIN_GROWTH, {BEACON_ADD_DONE, 0, 1, 1, 1}},
-        {BEACON_JOIN_RECYCLED, {BEACON_ADD_RECYCLED, 1, 0, 0, 1}},
-        {BEACON_JOIN_ADOPTED, {BEACON_ADD_ADOPTED, 1, 0, 0, 0}},
+        /*                        result        enable commit recount confirm ramp */
+        {BEACON_JOIN_RESERVED, {BEACON_ADD_DONE, 1, 0, 1, 1, 1}},
+        {BEACON_JOIN_GROWTH, {BEACON_ADD_DONE, 0, 1, 1, 1, 1}},
+        {BEACON_JOIN_RECYCLED, {BEACON_ADD_RECYCLED, 1, 0, 0, 1, 1}},
+        {BEACON_JOIN_ADOPTED, {BEACON_ADD_ADOPTED, 1, 0, 0, 0, 0}},
     };
     size_t i;
 
@@ -354,6 +569,7 @@ static void every_way_of_adding_ends_as_its_plan_says(void **state)
         assert_int_equal(plan.commit, cases[i].plan.commit);
         assert_int_equal(plan.recount, cases[i].plan.recount);
         assert_int_equal(plan.confirm, cases[i].plan.confirm);
+        assert_int_equal(plan.ramp, cases[i].plan.ramp);
         /* a worker httpd has not initialized is never enabled: commit
          * does it, after its attributes */
         assert_false(plan.commit && plan.enable);
@@ -603,9 +819,17 @@ int main(void)
         cmocka_unit_test(an_announcement_changes_what_differs_from_the_member),
         cmocka_unit_test(no_attributes_plan_no_change),
         cmocka_unit_test(the_entry_keeps_the_flags_an_announced_state_set),
+        cmocka_unit_test(a_reported_load_moves_the_factor_by_steps_or_after_a_while),
+        cmocka_unit_test(a_load_factor_waits_in_the_plan_of_an_announcement),
         cmocka_unit_test(out_of_rotation_beacon_sets_d_and_clears_only_its_own),
         cmocka_unit_test(the_entry_remembers_when_beacon_took_it_out),
         cmocka_unit_test(a_member_is_heard_and_a_mark_only_rises),
+        cmocka_unit_test(a_slow_start_climbs_from_a_tenth_in_whole_steps),
+        cmocka_unit_test(a_ramped_factor_is_a_share_and_at_least_one),
+        cmocka_unit_test(a_slow_start_leads_to_the_announced_or_the_kept_factor),
+        cmocka_unit_test(a_slow_start_plans_its_steps_past_the_load_threshold),
+        cmocka_unit_test(a_member_back_in_rotation_starts_at_a_tenth),
+        cmocka_unit_test(a_restart_ends_a_slow_start_with_the_whole_factor),
         cmocka_unit_test(every_way_of_adding_ends_as_its_plan_says),
         cmocka_unit_test(maxattempts_follows_the_members_while_it_is_beacons),
         cmocka_unit_test(only_beacons_own_quiet_slots_are_candidates),
