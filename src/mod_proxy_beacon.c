@@ -296,6 +296,29 @@ static void warn_no_growth(apr_pool_t *p, server_rec *s,
     }
 }
 
+/* A balancer beacon feeds, balanced by a method that undoes the lbfactor
+ * its backends announce (load reports, slow start): which works instead. */
+static void warn_lbmethod(apr_pool_t *p, server_rec *s,
+                          const beacon_server_conf *conf)
+{
+    int i;
+
+    for (i = 0; i < beacon_config_balancer_count(conf); i++) {
+        const beacon_balancer_conf *bc = beacon_config_balancer_at(conf, i);
+        const char *lbmethod = beacon_worker_balancer_lbmethod(p, s, bc->name);
+        const char *flaw = beacon_decide_lbmethod_flaw(lbmethod);
+
+        if (flaw) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, BCNLOGNO(00220)
+                         "ProxyBeaconBalancer: balancer://%s uses lbmethod=%s, "
+                         "which serves the lbfactors its backends announce "
+                         "badly (load reports, slow start): %s; use "
+                         "lbmethod=byrequests (%s)", bc->name, lbmethod, flaw,
+                         bc->where);
+        }
+    }
+}
+
 /* Services of one receiver that share a key are not kept apart: a holder
  * of that key can announce into either balancer. */
 static void warn_shared_keys(apr_pool_t *p, server_rec *s,
@@ -345,6 +368,7 @@ static void warn_about_receivers(apr_pool_t *p, server_rec *main_s)
 
         if (conf && conf->listen_set) {
             warn_no_growth(p, s, conf);
+            warn_lbmethod(p, s, conf);
             warn_shared_keys(p, s, conf);
         }
     }

@@ -339,6 +339,36 @@ void beacon_decide_recycle_gate(const beacon_entry *e,
 }
 
 /* ------------------------------------------------------------------ */
+/* The balancer's lbmethod                                             */
+
+const char *beacon_decide_lbmethod_flaw(const char *lbmethod)
+{
+    /* httpd's stock methods, by the names they register (a lookup is
+     * exact, so no other spelling is theirs) */
+    static const struct {
+        const char *name;
+        const char *flaw;
+    } flawed[] = {
+        {"bybusyness", "it uses lbfactor only to break ties between members "
+                       "equally busy, and sends a new member (busy 0) every "
+                       "request until its count catches up"},
+        {"bytraffic", "it compares the bytes each member has moved since it "
+                      "was created, never aged: a new or recycled member "
+                      "takes all traffic until its count catches up"},
+        {"heartbeat", "it balances static BalancerMembers only, by what "
+                      "mod_heartmonitor hears, and ignores lbfactor"},
+    };
+    size_t i;
+
+    for (i = 0; lbmethod && i < sizeof(flawed) / sizeof(flawed[0]); i++) {
+        if (strcmp(lbmethod, flawed[i].name) == 0) {
+            return flawed[i].flaw;
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
 /* Lines a peer can trigger                                            */
 
 int beacon_decide_rate_allows(beacon_rate_limit *rl, apr_time_t now,

@@ -315,6 +315,19 @@ void beacon_decide_recycle_gate(const beacon_entry *e,
                                 int owner, beacon_gate *g);
 
 /* ------------------------------------------------------------------ */
+/* The balancer's lbmethod                                             */
+
+/*
+ * Why lbmethod (httpd's provider name, as ProxySet lbmethod= names it)
+ * serves a balancer beacon feeds badly, as a clause for apache2 -t's
+ * warning: backends announce their load as lbfactor= and a slow start
+ * ramps it, so a method that ignores lbfactor, or herds new and recycled
+ * members, undoes both. NULL when it serves them (byrequests, httpd's
+ * default), and for a method beacon cannot judge (another module's).
+ */
+const char *beacon_decide_lbmethod_flaw(const char *lbmethod);
+
+/* ------------------------------------------------------------------ */
 /* Lines a peer can trigger                                            */
 
 /* At most one log line per BEACON_LOG_EVERY for a thing a peer can repeat. */

@@ -193,6 +193,22 @@ int beacon_worker_balancer_growth(apr_pool_t *p, server_rec *s,
     return b ? b->growth : -1;
 }
 
+const char *beacon_worker_balancer_lbmethod(apr_pool_t *p, server_rec *s,
+                                            const char *name)
+{
+    proxy_balancer *b = balancer_of(p, s, name);
+
+    if (b == NULL) {
+        return NULL;
+    }
+    /* what ProxySet lbmethod= wrote (every process looks its provider up
+     * by it), else the provider httpd gave the balancer */
+    if (b->s && b->s->lbpname[0]) {
+        return apr_pstrndup(p, b->s->lbpname, sizeof(b->s->lbpname));
+    }
+    return b->lbmethod ? b->lbmethod->name : NULL;
+}
+
 /*
  * Gives a member list room for n members, in place: the header stays the
  * one that a virtual host's copy of an inherited balancer shares, so that

@@ -57,6 +57,12 @@ const void *beacon_worker_balancer_identity(apr_pool_t *p, server_rec *s,
 int beacon_worker_balancer_growth(apr_pool_t *p, server_rec *s,
                                   const char *name);
 
+/* At configuration time, the lbmethod of balancer://name of s, by the
+ * name its provider registered ("byrequests", httpd's default, when
+ * none is set); NULL when it is undefined. */
+const char *beacon_worker_balancer_lbmethod(apr_pool_t *p, server_rec *s,
+                                            const char *name);
+
 /* What mod_proxy's own translation would make of request r (ProxyPass
  * in r's <Location>, then the server's, in its order; those mapped
  * encoded were decided before translation): OK when one routes it (r is

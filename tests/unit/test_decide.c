@@ -774,6 +774,43 @@ static void a_slot_beacon_does_not_own_never_opens(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* The balancer's lbmethod                                             */
+
+static void only_the_stock_methods_that_undo_lbfactor_are_flawed(void **state)
+{
+    static const struct {
+        const char *lbmethod;
+        const char *says;     /* in the clause; NULL: no warning */
+    } cases[] = {
+        {"bybusyness", "only to break ties"},
+        {"bybusyness", "new member"},
+        {"bytraffic", "never aged"},
+        {"bytraffic", "new or recycled member"},
+        {"heartbeat", "static BalancerMembers only"},
+        {"heartbeat", "ignores lbfactor"},
+        {"byrequests", NULL},   /* the one that works */
+        {NULL, NULL},           /* none read */
+        {"", NULL},
+        {"cluster", NULL},      /* another module's: not ours to judge */
+        {"ByBusyness", NULL},   /* not a name httpd's lookup finds */
+        {"bybusynes", NULL},
+        {"bybusynesss", NULL},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        const char *flaw = beacon_decide_lbmethod_flaw(cases[i].lbmethod);
+
+        if ((flaw == NULL) != (cases[i].says == NULL) ||
+            (flaw && strstr(flaw, cases[i].says) == NULL)) {
+            print_error("case %zu: %s\n", i, flaw ? flaw : "(none)");
+            fail();
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
 /* Lines a peer can trigger                                            */
 
 static void one_line_per_period_and_the_count_of_those_held_back(void **state)
@@ -836,6 +873,7 @@ int main(void)
         cmocka_unit_test(g1_outlasts_connecting_and_address_caching),
         cmocka_unit_test(a_slot_is_recycled_only_when_every_gate_holds),
         cmocka_unit_test(a_slot_beacon_does_not_own_never_opens),
+        cmocka_unit_test(only_the_stock_methods_that_undo_lbfactor_are_flawed),
         cmocka_unit_test(one_line_per_period_and_the_count_of_those_held_back),
     };
 
