@@ -101,14 +101,17 @@ def test_a_member_reporting_less_headroom_gets_fewer_requests(httpd_factory,
 
 # ---- slow start -------------------------------------------------------------
 
-def slow_proxy(httpd_factory, where):
-    """A receiver with a slow start of 6 s (steps of 1 s: 10, 25, 40, ...,
-    100 %), set by ProxyBeaconSlowStart or by slowstart= of its balancer."""
+def slow_proxy(httpd_factory, where="receiver", timeout="60", duration="6"):
+    """A receiver with a slow start of duration seconds (6: steps of 1 s,
+    10, 25, 40, ..., 100 %), set by ProxyBeaconSlowStart or by slowstart=
+    of its balancer."""
     udp = free_port()
     if where == "receiver":
-        config = receiver_config(udp, timeout="60", extra="ProxyBeaconSlowStart 6\n")
+        config = receiver_config(udp, timeout=timeout,
+                                 extra=f"ProxyBeaconSlowStart {duration}\n")
     else:
-        config = receiver_config(udp, balancer="cluster slowstart=6s", timeout="60")
+        config = receiver_config(udp, balancer=f"cluster slowstart={duration}s",
+                                 timeout=timeout)
     h = httpd_factory(tail_config=config)
     start_receiver(h)
     return h, Announcer(udp)
@@ -148,11 +151,7 @@ def test_slow_start_ramps_a_new_member(httpd_factory, backend_factory, where):
 
 def test_a_member_back_after_an_eviction_starts_slowly_again(httpd_factory,
                                                              backend_factory):
-    udp = free_port()
-    h = httpd_factory(tail_config=receiver_config(
-        udp, timeout="1", extra="ProxyBeaconSlowStart 6\n"))
-    start_receiver(h)
-    ann = Announcer(udp)
+    h, ann = slow_proxy(httpd_factory, timeout="1")
     b = backend_factory("b")
     announce(ann, b.url, "10")
     wait_member(h, b.url)
@@ -167,11 +166,7 @@ def test_a_member_back_after_an_eviction_starts_slowly_again(httpd_factory,
 def test_a_restart_is_no_join(httpd_factory, backend_factory):
     """A member the restart puts back keeps its whole factor, even one
     caught in the middle of its slow start."""
-    udp = free_port()
-    h = httpd_factory(tail_config=receiver_config(
-        udp, timeout="60", extra="ProxyBeaconSlowStart 60\n"))
-    start_receiver(h)
-    ann = Announcer(udp)
+    h, ann = slow_proxy(httpd_factory, duration="60")
     b = backend_factory("b")
     announce(ann, b.url, "10")
     wait_member(h, b.url)
