@@ -492,7 +492,21 @@ void beacon_balancer_reserved(const beacon_balancer *t, int *reserved,
     beacon_slots_count(t->slots, reserved, free_slots);
 }
 
-apr_hash_t *beacon_balancer_worker_flags(beacon_balancer *t, apr_pool_t *p)
+apr_hash_t *beacon_balancer_members_shown(beacon_balancer *t, apr_pool_t *p)
 {
-    return beacon_worker_flags(t->w, p);
+    apr_hash_t *shown = beacon_worker_members_shown(t->w, p);
+    apr_time_t now = apr_time_now();
+    unsigned i;
+
+    for (i = 0; t->policy.slowstart && i < beacon_registry_size(t->registry); i++) {
+        const beacon_entry *e = beacon_registry_entry(t->registry, i);
+        beacon_member_shown *m;
+
+        if (e && e->ramp_since && strcmp(e->balancer, t->name) == 0 &&
+            (m = apr_hash_get(shown, e->url, APR_HASH_KEY_STRING)) != NULL) {
+            m->slow_start = beacon_decide_ramp_percent(e->ramp_since,
+                                                       t->policy.slowstart, now);
+        }
+    }
+    return shown;
 }

@@ -106,7 +106,8 @@ void beacon_balancer_growth(beacon_balancer *t, int *used, int *free_slots,
 void beacon_balancer_reserved(const beacon_balancer *t, int *reserved,
                               int *free_slots);
 
-/* httpd's flag text ("Init Ok ") of every member, by url. */
-apr_hash_t *beacon_balancer_worker_flags(beacon_balancer *t, apr_pool_t *p);
+/* Every member as a status page shows it (beacon_member_shown), by url:
+ * httpd's flags, the factor in force, and a slow start under way. */
+apr_hash_t *beacon_balancer_members_shown(beacon_balancer *t, apr_pool_t *p);
 
 #endif /* MOD_PROXY_BEACON_BALANCER_H */

@@ -482,6 +482,7 @@ void beacon_members_handle(void *ctx, const char *buf, apr_size_t len,
         return;
     }
     attrs_of(r, &ev.dg, &attrs);
+    r->peer[ev.rec - r->table->rec].lbfactor = attrs.lbfactor;
     announcement.url = ev.url;
     announcement.action = ev.action;
     announcement.ts = ev.dg.ts;

@@ -248,6 +248,36 @@ static void print_member_info(const scrape *s)
     }
 }
 
+/* Two series per member at most: 2,000 at 1,000 members. */
+static void print_member_factors(const scrape *s)
+{
+    int i;
+    unsigned j;
+
+    family(s->r, "beacon_member_lbfactor", "gauge",
+           "The load factor in force (balancer-manager's), a slow start's "
+           "share included; absent without a worker.");
+    for (i = 0; i < s->nrx; i++) {
+        for (j = 0; j < s->rx[i].nrows; j++) {
+            if (s->rx[i].rows[j].lbfactor) {
+                sample(s->r, "beacon_member_lbfactor", member_labels(s, i, j),
+                       beacon_view_factor(s->r->pool, s->rx[i].rows[j].lbfactor));
+            }
+        }
+    }
+    family(s->r, "beacon_member_lbfactor_announced", "gauge",
+           "The load factor the member's last announcement carried; absent "
+           "when it carried none.");
+    for (i = 0; i < s->nrx; i++) {
+        for (j = 0; j < s->rx[i].nrows; j++) {
+            if (s->rx[i].rows[j].rec->lbfactor) {
+                sample(s->r, "beacon_member_lbfactor_announced", member_labels(s, i, j),
+                       beacon_view_factor(s->r->pool, s->rx[i].rows[j].rec->lbfactor));
+            }
+        }
+    }
+}
+
 static void print_member_times(const scrape *s)
 {
     int i;
@@ -475,6 +505,7 @@ void beacon_metrics_print(request_rec *r, const server_rec *only)
         print_reserved(&s);
         print_member_info(&s);
         print_member_times(&s);
+        print_member_factors(&s);
         print_events(&s);
         print_dropped(&s);
         print_contexts(&s);

@@ -50,6 +50,8 @@ typedef struct {
     apr_time_t last_seen, retry_at;
     apr_int32_t state;        /* beacon_state_t */
     apr_int32_t leaving;      /* its last announcement said state=leaving */
+    apr_int32_t lbfactor;     /* the lbfactor it announced, hundredths; 0:
+                               * none */
 } beacon_status_record;
 
 typedef struct {

@@ -212,12 +212,18 @@ static void print_record_json(request_rec *r, const beacon_shown_record *row)
     json_seconds_or_null(r, row->retry_in);
     ap_rprintf(r, ", \"last_ts\": %" APR_INT64_T_FMT ", \"host\": ", row->rec->last_ts);
     json_str(r, row->rec->host);
-    ap_rprintf(r, ", \"pid\": %s, \"seq\": %s, \"said_leaving\": %s}",
+    ap_rprintf(r, ", \"pid\": %s, \"seq\": %s, \"said_leaving\": %s",
                row->rec->pid < 0 ? "null"
                    : apr_psprintf(r->pool, "%" APR_INT64_T_FMT, row->rec->pid),
                row->rec->seq < 0 ? "null"
                    : apr_psprintf(r->pool, "%" APR_INT64_T_FMT, row->rec->seq),
                row->rec->leaving ? "true" : "false");
+    ap_rprintf(r, ", \"lbfactor\": %s, \"lbfactor_announced\": %s, "
+               "\"slow_start\": %s}",
+               row->lbfactor ? beacon_view_factor(r->pool, row->lbfactor) : "null",
+               row->rec->lbfactor ? beacon_view_factor(r->pool, row->rec->lbfactor)
+                                  : "null",
+               row->slow_start ? apr_itoa(r->pool, row->slow_start) : "null");
 }
 
 static void print_receiver_json(request_rec *r, const beacon_shown_receiver *sr)

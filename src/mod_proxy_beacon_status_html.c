@@ -263,6 +263,27 @@ static void print_state_detail(request_rec *r, const beacon_shown_record *row)
     }
 }
 
+/* The factor in force; what the backend announced, when it differs; and
+ * a slow start under way. */
+static void print_factor(request_rec *r, const beacon_shown_record *row)
+{
+    if (row->lbfactor == 0) {
+        ap_rputs("<td class=\"n\">-</td>", r);
+        return;
+    }
+    ap_rprintf(r, "<td class=\"n\" title=\"the load factor in force%s\">%s%s%s</td>",
+               row->rec->lbfactor ? "; of: as announced" : "",
+               beacon_view_factor(r->pool, row->lbfactor),
+               row->rec->lbfactor && row->rec->lbfactor != row->lbfactor
+                   ? apr_pstrcat(r->pool, " of ",
+                                 beacon_view_factor(r->pool, row->rec->lbfactor), NULL)
+                   : "",
+               row->slow_start
+                   ? apr_psprintf(r->pool, "<div class=\"mut\">slow start %d%%</div>",
+                                  row->slow_start)
+                   : "");
+}
+
 static const char *id_or_dash(apr_pool_t *p, apr_int64_t v)
 {
     return v < 0 ? "-" : apr_psprintf(p, "%" APR_INT64_T_FMT, v);
@@ -286,9 +307,11 @@ static void print_member(request_rec *r, const beacon_shown_record *row,
                utc_text(r->pool, (apr_time_t)row->rec->last_ts),
                human_duration(r->pool, row->since));
     print_lease(r, row, timeout);
-    ap_rprintf(r, "<td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
-               "</tr>\n", html(r->pool, row->rec->host),
+    ap_rprintf(r, "<td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>",
+               html(r->pool, row->rec->host),
                id_or_dash(r->pool, row->rec->pid), id_or_dash(r->pool, row->rec->seq));
+    print_factor(r, row);
+    ap_rputs("</tr>\n", r);
 }
 
 /* The rows stay where beacon_view_gather put them (?json keeps that
@@ -311,7 +334,8 @@ static void print_members(request_rec *r, const beacon_shown_receiver *sr)
 
     ap_rputs("<div class=\"scroll\"><table class=\"members\"><thead><tr>"
              "<th>member</th><th>state</th><th>last announcement</th>"
-             "<th>lease left</th><th>host</th><th>pid</th><th>seq</th></tr>"
+             "<th>lease left</th><th>host</th><th>pid</th><th>seq</th>"
+             "<th>lbfactor</th></tr>"
              "</thead><tbody>\n", r);
     sorted = apr_palloc(r->pool, sizeof(row_ref) * (sr->nrows + 1));
     for (i = 0; i < sr->nrows; i++) {

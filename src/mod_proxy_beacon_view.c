@@ -44,7 +44,7 @@ static void derive(beacon_shown_receiver *out, const beacon_receiver_view *v,
                    int with_flags, apr_pool_t *p, apr_time_t now)
 {
     beacon_status_record *copy = apr_palloc(p, sizeof(*copy) * v->shared->capacity);
-    apr_hash_t *flags = NULL;
+    apr_hash_t *members = NULL;
     unsigned i;
 
     memset(out, 0, sizeof(*out));
@@ -59,7 +59,7 @@ static void derive(beacon_shown_receiver *out, const beacon_receiver_view *v,
         beacon_balancer_reserved(v->target, &out->reserved, &out->reserved_free);
     }
     if (v->target && with_flags) {
-        flags = beacon_balancer_worker_flags(v->target, p);
+        members = beacon_balancer_members_shown(v->target, p);
     }
     for (i = 0; i < out->nrows; i++) {
         beacon_shown_record *row = &out->rows[i];
@@ -81,8 +81,15 @@ static void derive(beacon_shown_receiver *out, const beacon_receiver_view *v,
         if (rec->state == BEACON_REC_PENDING && rec->retry_at > now) {
             row->retry_in = beacon_view_seconds(rec->retry_at - now);
         }
-        if (flags) {
-            row->flags = apr_hash_get(flags, rec->url, APR_HASH_KEY_STRING);
+        if (members) {
+            const beacon_member_shown *m = apr_hash_get(members, rec->url,
+                                                        APR_HASH_KEY_STRING);
+
+            if (m) {
+                row->flags = m->flags;
+                row->lbfactor = m->lbfactor;
+                row->slow_start = m->slow_start;
+            }
         }
         out->active += rec->state == BEACON_REC_ACTIVE;
         out->evicted += rec->state == BEACON_REC_EVICTED;
@@ -142,6 +149,11 @@ int beacon_view_admin_held(const beacon_shown_record *row)
 }
 
 /* httpd's flag text ends in a space ("Init Ok "). */
+const char *beacon_view_factor(apr_pool_t *p, int hundredths)
+{
+    return apr_psprintf(p, "%d.%02d", hundredths / 100, hundredths % 100);
+}
+
 const char *beacon_view_trimmed(apr_pool_t *p, const char *flags)
 {
     apr_size_t n = strlen(flags);

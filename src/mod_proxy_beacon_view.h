@@ -30,6 +30,9 @@ typedef struct {
     double lease_left;    /* < 0: no lease (timeout 0, or not active) */
     double retry_in;      /* < 0: no retry pending */
     const char *flags;    /* httpd's worker flags, NULL when no worker */
+    int lbfactor;         /* the factor in force, hundredths; 0: no worker */
+    int slow_start;       /* a slow start's share of it now, percent; 0:
+                           * none */
     int ours;             /* created by beacon: the "Bcn" mark */
 } beacon_shown_record;
 
@@ -89,6 +92,9 @@ int beacon_view_admin_held(const beacon_shown_record *row);
 
 /* httpd's flag text without its trailing space ("Init Ok "). */
 const char *beacon_view_trimmed(apr_pool_t *p, const char *flags);
+
+/* A load factor in hundredths as httpd writes it ("2.50", from p). */
+const char *beacon_view_factor(apr_pool_t *p, int hundredths);
 
 /* "balancer://NAME" of a receiver, or NULL in log-only mode. */
 const char *beacon_view_balancer(apr_pool_t *p, const beacon_receiver_view *v);

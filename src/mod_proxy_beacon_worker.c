@@ -1078,26 +1078,30 @@ void beacon_worker_rename(beacon_worker_balancer *ws, beacon_slot *slot,
     }
 }
 
-apr_hash_t *beacon_worker_flags(beacon_worker_balancer *ws, apr_pool_t *p)
+apr_hash_t *beacon_worker_members_shown(beacon_worker_balancer *ws,
+                                        apr_pool_t *p)
 {
-    apr_hash_t *flags = apr_hash_make(p);
+    apr_hash_t *shown = apr_hash_make(p);
     proxy_worker **list;
     int i;
 
     if (beacon_worker_lock_members(ws) != APR_SUCCESS) {
-        return flags;
+        return shown;
     }
     list = (proxy_worker **)ws->b->workers->elts;
     for (i = 0; i < ws->b->workers->nelts; i++) {
         char canonical[BEACON_URL_MAX];
+        beacon_member_shown *m;
 
         if (canonical_name(list[i]->s->name_ex, canonical)) {
-            apr_hash_set(flags, apr_pstrdup(p, canonical), APR_HASH_KEY_STRING,
-                         ap_proxy_parse_wstatus(p, list[i]));
+            m = apr_pcalloc(p, sizeof(*m));
+            m->flags = ap_proxy_parse_wstatus(p, list[i]);
+            m->lbfactor = list[i]->s->lbfactor;
+            apr_hash_set(shown, apr_pstrdup(p, canonical), APR_HASH_KEY_STRING, m);
         }
     }
     beacon_worker_thread_unlock(ws);
-    return flags;
+    return shown;
 }
 
 const char *beacon_worker_admin_letters(apr_pool_t *p, unsigned int flags)

@@ -238,8 +238,18 @@ int beacon_worker_same_origin(const beacon_slot *slot,
 void beacon_worker_rename(beacon_worker_balancer *ws, beacon_slot *slot,
                           const beacon_worker *tmpl);
 
-/* httpd's flag text ("Init Ok ") of every member of this child's list,
- * by canonical url (from p): one walk for a whole status page. */
-apr_hash_t *beacon_worker_flags(beacon_worker_balancer *ws, apr_pool_t *p);
+/* A member as a status page shows it. */
+typedef struct {
+    const char *flags;  /* httpd's flag text ("Init Ok ") */
+    int lbfactor;       /* the factor in force, hundredths */
+    int slow_start;     /* percent of its factor a slow start gives it now;
+                         * 0: none (mod_proxy_beacon_balancer.c's) */
+} beacon_member_shown;
+
+/* Every member of this child's list as a status page shows it
+ * (beacon_member_shown), by canonical url (from p): one walk for a whole
+ * page. */
+apr_hash_t *beacon_worker_members_shown(beacon_worker_balancer *ws,
+                                        apr_pool_t *p);
 
 #endif /* MOD_PROXY_BEACON_WORKER_H */

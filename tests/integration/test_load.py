@@ -149,6 +149,35 @@ def test_slow_start_ramps_a_new_member(httpd_factory, backend_factory, where):
     assert last["new"] >= 14, last                     # about 1 in 2 (20 of 40)
 
 
+def test_the_views_show_the_factor_in_force_the_announced_one_and_the_ramp(
+        httpd_factory, backend_factory):
+    from test_allow import PROXYPASS, receiver_json
+    from test_metrics import find, metrics_page
+    from test_status import STATUS_PAGE
+
+    udp = free_port()
+    h = httpd_factory(status=True, tail_config=STATUS_PAGE + receiver_config(
+        udp, timeout="60", extra="ProxyBeaconSlowStart 6\n"))
+    h.proxypass_config = PROXYPASS
+    start_receiver(h)
+    ann = Announcer(udp)
+    b = backend_factory("b")
+    announce(ann, b.url, "25")
+    wait_member(h, b.url)
+
+    [m] = [m for m in receiver_json(h)["members"] if m["url"] == b.url]
+    assert (m["lbfactor"], m["lbfactor_announced"], m["slow_start"]) == (2.5, 25.0, 10), m
+    status, page = h.get("/beacon-status")
+    assert status == 200 and "2.50 of 25.00" in page and "slow start 10%" in page, page
+    metrics = metrics_page(h)
+    assert find(metrics, "beacon_member_lbfactor", member=b.url) == [2.5], metrics
+    assert find(metrics, "beacon_member_lbfactor_announced", member=b.url) == [25.0]
+
+    wait_for(lambda: factor(h, b.url) == "25.00", 10, "its whole factor")
+    [m] = [m for m in receiver_json(h)["members"] if m["url"] == b.url]
+    assert (m["lbfactor"], m["lbfactor_announced"], m["slow_start"]) == (25.0, 25.0, None), m
+
+
 def test_a_member_back_after_an_eviction_starts_slowly_again(httpd_factory,
                                                              backend_factory):
     h, ann = slow_proxy(httpd_factory, timeout="1")
