@@ -34,8 +34,6 @@ beacon_balancer *beacon_balancer_open(apr_pool_t *pconf, server_rec *s,
                                       const beacon_member_policy *policy)
 {
     beacon_balancer *t = apr_pcalloc(pconf, sizeof(*t));
-    beacon_registry_header *header;
-    int max_attempts, in_effect;
 
     if ((t->w = beacon_worker_open(pconf, s, balancer_name)) == NULL) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, BCNLOGNO(00006)
@@ -48,17 +46,7 @@ beacon_balancer *beacon_balancer_open(apr_pool_t *pconf, server_rec *s,
     t->s = s;
     t->slots = beacon_slots_open(pconf, t->w, policy->slots);
     t->registry = beacon_registry_open(pconf, s, registry_key, policy->entries);
-    if (t->registry == NULL) {
-        return NULL;
-    }
-    header = beacon_registry_header_of(t->registry);
-    beacon_worker_failover(t->w, &max_attempts, &in_effect);
-    if (header && !in_effect) {
-        /* a new generation without BalancerPersist: nothing beacon wrote
-         * of the balancer is left */
-        header->max_attempts = -1;
-    }
-    return t;
+    return t->registry ? t : NULL;
 }
 
 /* maxattempts, while it is beacon's (beacon_decide_failover), as httpd
@@ -495,7 +483,6 @@ void beacon_balancer_reserved(const beacon_balancer *t, int *reserved,
 apr_hash_t *beacon_balancer_members_shown(beacon_balancer *t, apr_pool_t *p)
 {
     apr_hash_t *shown = beacon_worker_members_shown(t->w, p);
-    apr_time_t now = apr_time_now();
     unsigned i;
 
     for (i = 0; t->policy.slowstart && i < beacon_registry_size(t->registry); i++) {
@@ -504,8 +491,8 @@ apr_hash_t *beacon_balancer_members_shown(beacon_balancer *t, apr_pool_t *p)
 
         if (e && e->ramp_since && strcmp(e->balancer, t->name) == 0 &&
             (m = apr_hash_get(shown, e->url, APR_HASH_KEY_STRING)) != NULL) {
-            m->slow_start = beacon_decide_ramp_percent(e->ramp_since,
-                                                       t->policy.slowstart, now);
+            m->slow_start = beacon_decide_ramp_percent(
+                e->ramp_since, t->policy.slowstart, apr_time_now());
         }
     }
     return shown;

@@ -284,9 +284,16 @@ int beacon_restore_members(beacon_worker_balancer *ws, const beacon_registry *re
                            beacon_slots_reserved *slots, apr_pool_t *p, int *forgotten)
 {
     unsigned i, skipped = beacon_registry_damaged(reg);
+    beacon_registry_header *header = beacon_registry_header_of(reg);
     apr_time_t now = apr_time_now();
-    int restored = 0;
+    int restored = 0, max_attempts, in_effect;
 
+    beacon_worker_failover(ws, &max_attempts, &in_effect);
+    if (header && !in_effect) {
+        /* a new generation without BalancerPersist: nothing beacon wrote
+         * of the balancer is left */
+        header->max_attempts = -1;
+    }
     *forgotten = 0;
     for (i = 0; i < beacon_registry_size(reg); i++) {
         beacon_entry *e = beacon_registry_entry(reg, i);

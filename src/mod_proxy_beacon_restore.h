@@ -39,7 +39,8 @@ typedef struct {
  * the policy's forget, downtime included. A member goes back into its
  * own slot when it is there still, else into a reserved slot (slots),
  * else into a growth slot. Returns how many were restored; *forgotten
- * says how many were forgotten.
+ * says how many were forgotten. A new generation without BalancerPersist
+ * has lost the maxattempts beacon wrote: the registry forgets it too.
  */
 int beacon_restore_members(beacon_worker_balancer *ws, const beacon_registry *reg,
                            const beacon_member_policy *policy,
