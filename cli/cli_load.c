@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -120,7 +121,9 @@ static int from_loadavg(load_source_t *ls, const char **why)
 {
     FILE *f = fopen(LOADAVG_FILE, "r");
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    double load = 0;
+    char line[128];
+    char *end = NULL;
+    double load = -1;
     int got;
 
     if (f == NULL) {
@@ -128,9 +131,14 @@ static int from_loadavg(load_source_t *ls, const char **why)
                             strerror(errno));
         return -1;
     }
-    got = fscanf(f, "%lf", &load);
-    fclose(f);
-    if (got != 1 || load < 0) {
+    got = fgets(line, sizeof(line), f) != NULL;
+    if (fclose(f) != 0) {
+        got = 0;
+    }
+    if (got) {
+        load = strtod(line, &end); /* "0.42 0.30 0.25 1/123 4567" */
+    }
+    if (!got || end == line || *end != ' ' || !(load >= 0)) {
         *why = "no load average in " LOADAVG_FILE;
         return -1;
     }

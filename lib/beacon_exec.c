@@ -51,7 +51,7 @@ static int ms_until(apr_time_t deadline)
 static apr_status_t read_output(int out, apr_time_t deadline, char *buf,
                                 apr_size_t size, apr_size_t *len)
 {
-    char drop[512];
+    char drop[4096];
 
     *len = 0;
     for (;;) {

@@ -95,6 +95,10 @@ def test_the_announced_factor_follows_the_commands_output(sender, tmp_path):
     wait_for_factor(listener, "100")
     script.set("echo 1")
     wait_for_factor(listener, "1")
+    # more output than a pipe holds after the line: read and dropped, the
+    # command is not stopped by a full pipe
+    script.set("echo 61; head -c 300000 /dev/zero")
+    wait_for_factor(listener, "61")
     assert stop(process) == []
 
 
