@@ -38,7 +38,8 @@ static const command_t commands[] = {
     {"send",
      "--to HOST:PORT [--to HOST:PORT ...] [--url URL]\n"
      "[--host NAME] [--service NAME] [--ctx LIST]\n"
-     "[--route ROUTE] [--lbfactor N]\n"
+     "[--route ROUTE] [--lbfactor N | --lbfactor-from loadavg\n"
+     " | --lbfactor-command CMD]\n"
      "[--state draining|standby] [--verbose]\n"
      "[--interval SECONDS | --once]\n"
      "[--secret-file FILE | --secret-exec COMMAND]",
@@ -54,7 +55,9 @@ static const command_t commands[] = {
      "or send costs one line on stderr per name and minute at most, and\n"
      "never ends the program. Fields: url, host, pid (own), seq (from\n"
      "0), ts (the wall clock in microseconds, strictly increasing), svc,\n"
-     "ctx, route, lbfactor, state; the leaving datagrams say them too.",
+     "ctx, route, lbfactor, state; the leaving datagrams say them too.\n"
+     "The lbfactor may follow the backend's load: --lbfactor-command or\n"
+     "--lbfactor-from, asked before each announcement.",
      send_options, run_send},
     {"drain",
      "--for DURATION [--until-command CMD]\n"

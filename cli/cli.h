@@ -145,7 +145,9 @@ enum {
     OPT_CTX,
     OPT_FOR,
     OPT_UNTIL_COMMAND,
-    OPT_ALLOW
+    OPT_ALLOW,
+    OPT_LBFACTOR_COMMAND,
+    OPT_LBFACTOR_FROM
 };
 
 /* One option: the --help text is generated from the same table. */
@@ -305,6 +307,7 @@ typedef struct {
     apr_array_header_t *specs; /* --to, const char * each */
     const char *url, *host, *service, *route, *lbfactor, *interval, *ctx;
     const char *state;         /* send only */
+    const char *lbfactor_command, *lbfactor_from; /* send only */
     secret_arg_t secret;
     int once, verbose;         /* once: send only */
 } send_args_t;
@@ -384,6 +387,28 @@ void sender_say_leaving(sender_t *s);
 /* Catches the stop signals, looks every name up once, and starts the
  * lookup threads: before the first announcement of a loop. */
 void sender_start(apr_pool_t *p, sender_t *s, apr_pool_t *scratch);
+
+/* ------------------------------------------------------------------ */
+/* send's lbfactor from the backend's load (cli_load.c)                */
+
+typedef struct load_source load_source_t;
+
+/*
+ * --lbfactor-command CMD or --lbfactor-from loadavg, of which args gives
+ * one at most with no --lbfactor (else a usage error); NULL when neither
+ * is given.
+ */
+load_source_t *load_source_make(apr_pool_t *p, const send_args_t *args);
+
+/*
+ * Asks the source once (runs the command, for half of interval at most:
+ * 0.1 to 2 s; reads the load average) and sets a->lbfactor to its last
+ * good value, checked by the lbfactor= rule; before any, a->lbfactor
+ * stays NULL. A failure is reported once, until the source succeeds
+ * again, which is reported too.
+ */
+void load_source_update(load_source_t *ls, beacon_announcement_t *a,
+                        apr_interval_time_t interval);
 
 /* ------------------------------------------------------------------ */
 /* Commands: each returns the exit status                              */

@@ -24,6 +24,20 @@
 /* Help lines stay within 52 columns: 26 + 52 fit a terminal of 80. */
 const option_t send_options[] = {
     SENDER_OPTIONS,
+    {"lbfactor-command", OPT_LBFACTOR_COMMAND, "CMD",
+     "the load factor from the first line CMD prints:\n"
+     "run by /bin/sh -c before each announcement, for\n"
+     "half the interval at most (0.1 to 2 s; then its\n"
+     "process group is killed), the line checked as\n"
+     "--lbfactor is. A command that fails, prints\n"
+     "nothing or no factor keeps the last good factor\n"
+     "(none before the first), said once on stderr",
+     ONCE(send_args_t, lbfactor_command)},
+    {"lbfactor-from", OPT_LBFACTOR_FROM, "loadavg",
+     "the load factor from the 1-minute load average\n"
+     "over the online CPUs, u (at most 1): 100 - 90 u,\n"
+     "from 100 idle to 10 saturated, each announcement",
+     ONCE(send_args_t, lbfactor_from)},
     {"state", OPT_STATE, "STATE",
      "draining or standby (state=, version 1.2): every\n"
      "announcement says it; the member takes only its\n"
@@ -120,17 +134,20 @@ static void setup_schedule(const send_args_t *args, sender_t *s)
 
 /* The longest datagram this run can send must fit: found now, not at
  * the first send or, worse, at the leaving one. */
-static void check_length(sender_t *s)
+static void check_length(sender_t *s, int lbfactor_varies)
 {
     char trial[BEACON_MAX_DATAGRAM + 1];
     beacon_announcement_t a = s->a;
 
+    if (lbfactor_varies) {
+        a.lbfactor = "100.00"; /* the longest a source may give */
+    }
     a.seq = BEACON_DECIMAL_MAX;
     a.ts = BEACON_DECIMAL_MAX;
     a.state = BEACON_STATE_DRAINING; /* the longest state */
     if (beacon_format(trial, sizeof(trial), &a, &s->key) < 0) {
         fail(EXIT_USAGE, "--url, --host, --service, --ctx, --route and "
-             "--lbfactor make a datagram longer than %d bytes",
+             "the lbfactor make a datagram longer than %d bytes",
              BEACON_MAX_DATAGRAM);
     }
 }
@@ -157,7 +174,7 @@ static void setup_announcement(apr_pool_t *p, const send_args_t *args,
     set_ctx_field(&s->a, args->ctx);
     s->a.pid = (apr_int64_t)getpid();
     load_key(p, &args->secret, &s->key);
-    check_length(s);
+    check_length(s, args->lbfactor_command || args->lbfactor_from);
 }
 
 void setup_sender(apr_pool_t *p, const send_args_t *args, sender_t *s)
@@ -186,7 +203,7 @@ void sender_start(apr_pool_t *p, sender_t *s, apr_pool_t *scratch)
  * datagram, then by their threads.
  */
 static void send_loop(apr_pool_t *p, sender_t *s, const char *state,
-                      apr_pool_t *scratch)
+                      load_source_t *load, apr_pool_t *scratch)
 {
     apr_interval_time_t interval = s->interval;
     apr_time_t next;
@@ -195,6 +212,9 @@ static void send_loop(apr_pool_t *p, sender_t *s, const char *state,
     sender_start(p, s, scratch);
     next = apr_time_now();
     do {
+        if (load) {
+            load_source_update(load, &s->a, s->interval);
+        }
         sender_announce(s, state);
         /* a fixed schedule, not interval after each send: no drift */
         next = next_due(next, interval);
@@ -213,6 +233,7 @@ int run_send(apr_pool_t *p, const command_t *cmd, int argc,
     send_args_t args;
     apr_pool_t *scratch;
     sender_t sender, *s = &sender;
+    load_source_t *load;
     int status = 0;
 
     memset(s, 0, sizeof(*s)); /* also the sequence: seq from 0 */
@@ -221,6 +242,7 @@ int run_send(apr_pool_t *p, const command_t *cmd, int argc,
     if (args.state) {
         check_state(args.state, 0);
     }
+    load = load_source_make(p, &args);
     setup_sender(p, &args, s);
     if (apr_pool_create(&scratch, p) != APR_SUCCESS) {
         fail(EXIT_RUNTIME, "out of memory");
@@ -228,10 +250,13 @@ int run_send(apr_pool_t *p, const command_t *cmd, int argc,
     if (s->once) {
         /* no leaving datagram here: a signal simply ends the program */
         fanout_resolve_all(s->fc, scratch);
+        if (load) {
+            load_source_update(load, &s->a, s->interval);
+        }
         status = sender_announce(s, args.state) > 0 ? 0 : EXIT_RUNTIME;
     }
     else {
-        send_loop(p, s, args.state, scratch);
+        send_loop(p, s, args.state, load, scratch);
     }
     beacon_wipe(&s->key, sizeof(s->key));
     return status;

@@ -36,5 +36,7 @@
 #include "beacon_table.h"   /* the lease and replay table */
 #include "beacon_receive.h" /* all receiver steps at once */
 #include "beacon_fanout.h"  /* a sender's datagrams to every proxy address */
+#include "beacon_load.h"    /* a backend's load as its lbfactor */
+#include "beacon_exec.h"    /* a program's first output, bounded in time */
 
 #endif /* BEACON_H */

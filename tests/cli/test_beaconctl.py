@@ -1003,7 +1003,8 @@ def test_an_unreadable_file_is_named_once(secret_file):
 
 OPTIONS = {
     "send": ["--to", "--url", "--host", "--service", "--ctx", "--route",
-             "--lbfactor", "--interval", "--state", "--once", "--verbose",
+             "--lbfactor", "--interval", "--lbfactor-command",
+             "--lbfactor-from", "--state", "--once", "--verbose",
              "--secret-file", "--secret-exec", "--help"],
     "drain": ["--for", "--until-command", "--to", "--url", "--host",
               "--service", "--ctx", "--route", "--lbfactor", "--interval",
