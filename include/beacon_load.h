@@ -30,9 +30,9 @@
  *     share, as Envoy's slow start keeps 10 % and HAProxy advises weights
  *     from 10 to 100: it is not starved, so its own signal stays fresh,
  *     and a 10:1 range bounds the swing between two reports.
- *   - No smoothing here: the function is pure. The load average is
- *     already a one-minute moving average; the scoreboard is not, and
- *     auto is to smooth it before it maps.
+ *   - No smoothing in the mapping. The load average is already a
+ *     one-minute moving average; the scoreboard is not, and auto smooths
+ *     it first (beacon_load_average_add, below).
  *
  * A sender that knows its throughput too could announce a capacity,
  * requests per second over utilization (gRPC's and Envoy's weighted
@@ -53,6 +53,43 @@ extern "C" {
 /* The factor for utilization u (0 idle, 1 saturated; clamped), in
  * hundredths: BEACON_LOAD_FACTOR_FLOOR to BEACON_LBFACTOR_MAX. */
 int beacon_lbfactor_from_utilization(double u);
+
+/*
+ * The smoothing ProxyBeaconLBFactor auto puts between the scoreboard and
+ * the mapping: a moving average of utilization samples taken at any
+ * times, each weighted by the time since the one before,
+ *
+ *     w = dt / (BEACON_LOAD_SMOOTHING + dt)
+ *     average' = average + w * (sample - average)
+ *
+ * (a first-order low-pass filter, time constant BEACON_LOAD_SMOOTHING:
+ * sampled often, as auto does ten times a second, the average has moved
+ * 63 % of the way after a step in about that long, and 95 % in three
+ * times it; one sample after a gap that long weighs a half). A constant
+ * input gives that constant exactly, so a steady backend announces a
+ * steady factor; the first sample is the average.
+ *
+ * Why 5 s: the scoreboard is a snapshot (how many workers are busy this
+ * instant) and a saturated backend's count jumps with every request that
+ * ends; sampled ten times a second, 5 s averages about fifty snapshots,
+ * while a backend that saturates still announces a factor lowered by
+ * more than the receivers' 5 % threshold within a second (mod_cluster
+ * smooths over ten reports, halving every report: 10 s at its default).
+ */
+#define BEACON_LOAD_SMOOTHING apr_time_from_sec(5)
+
+typedef struct {
+    double utilization; /* the average, 0 to 1 */
+    apr_time_t at;      /* of the last sample; 0: none yet */
+} beacon_load_average_t;
+
+/*
+ * Adds the utilization sample u (clamped to [0, 1]; NaN counts as 1) taken
+ * at now, and returns the new average. A sample no later than the last
+ * one moves nothing (a clock set back); it only restarts the interval.
+ */
+double beacon_load_average_add(beacon_load_average_t *avg, double u,
+                               apr_time_t now);
 
 /* "100.00" and its NUL: the longest factor beacon_lbfactor_format
  * writes. */

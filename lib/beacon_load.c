@@ -10,18 +10,39 @@
 
 #include "beacon.h"
 
+/* u in [0, 1]: above 1, +inf or NaN is saturated. */
+static double clamped(double u)
+{
+    if (!(u <= 1.0)) {
+        return 1.0;
+    }
+    return u < 0.0 ? 0.0 : u;
+}
+
 int beacon_lbfactor_from_utilization(double u)
 {
     double span = BEACON_LBFACTOR_MAX - BEACON_LOAD_FACTOR_FLOOR;
 
-    if (!(u <= 1.0)) {
-        u = 1.0; /* above 1, +inf or NaN: saturated */
-    }
-    else if (u < 0.0) {
-        u = 0.0;
-    }
+    u = clamped(u);
     /* at least 0.5 before the cut: rounds to the nearest hundredth */
     return (int)(BEACON_LBFACTOR_MAX - span * u + 0.5);
+}
+
+double beacon_load_average_add(beacon_load_average_t *avg, double u,
+                               apr_time_t now)
+{
+    u = clamped(u);
+    if (avg->at == 0) {
+        avg->utilization = u;
+    }
+    else if (now > avg->at) {
+        double dt = (double)(now - avg->at);
+
+        avg->utilization += dt / (BEACON_LOAD_SMOOTHING + dt) *
+                            (u - avg->utilization);
+    }
+    avg->at = now;
+    return avg->utilization;
 }
 
 const char *beacon_lbfactor_format(char *buf, int hundredths)

@@ -499,7 +499,14 @@ typedef struct {
 
 static int lbfactor_is_valid(const char *value)
 {
-    return beacon_lbfactor_parse(value, strlen(value)) >= 0;
+    return strcmp(value, BEACON_LBFACTOR_AUTO) == 0 ||
+           beacon_lbfactor_parse(value, strlen(value)) >= 0;
+}
+
+int beacon_config_lbfactor_auto(const beacon_server_conf *conf)
+{
+    return conf->lbfactor.value &&
+           strcmp(conf->lbfactor.value, BEACON_LBFACTOR_AUTO) == 0;
 }
 
 static announced_directive route_of_sender = {
@@ -507,7 +514,8 @@ static announced_directive route_of_sender = {
     "a route (" NAME_RULE(BEACON_ROUTE_MAX) ")"};
 static announced_directive lbfactor_of_sender = {
     APR_OFFSETOF(beacon_server_conf, lbfactor), lbfactor_is_valid,
-    "a load factor (1 to 100 with at most two decimals, e.g. 2.5)"};
+    "a load factor (1 to 100 with at most two decimals, e.g. 2.5, "
+    "or " BEACON_LBFACTOR_AUTO ")"};
 
 static const char *set_announced(cmd_parms *cmd, void *dummy, const char *arg)
 {
@@ -877,7 +885,7 @@ const command_rec beacon_cmds[] = {
     AP_INIT_TAKE1("ProxyBeaconLBFactor", set_announced, &lbfactor_of_sender,
         RSRC_CONF,
         "the load factor this backend announces for its member "
-        "(lbfactor=), 1 to 100"),
+        "(lbfactor=), 1 to 100, or auto: from its busy workers"),
     AP_INIT_TAKE_ARGV("ProxyBeaconContexts", set_contexts, NULL, RSRC_CONF,
         "PATH [PATH ...]: the request paths (contexts) this backend "
         "announces it serves (ctx=), e.g. /shop /cart; repeatable, 1 to "

@@ -77,7 +77,8 @@ typedef struct {
     apr_array_header_t *targets;  /* beacon_dest */
     const char *advertise;        /* canonical url, or NULL */
     beacon_announced route;       /* ProxyBeaconRoute */
-    beacon_announced lbfactor;    /* ProxyBeaconLBFactor */
+    beacon_announced lbfactor;    /* ProxyBeaconLBFactor: a factor, or
+                                   * BEACON_LBFACTOR_AUTO */
     beacon_announced ctx;         /* ProxyBeaconContexts, joined: ctx= */
     apr_array_header_t *contexts; /* its paths (const char *), each once */
     beacon_interval interval;
@@ -91,6 +92,11 @@ typedef struct {
 } beacon_server_conf;
 
 beacon_server_conf *beacon_config_of(const server_rec *s);
+
+/* ProxyBeaconLBFactor auto: the sender announces its own load
+ * (mod_proxy_beacon_sender.c says how). */
+#define BEACON_LBFACTOR_AUTO "auto"
+int beacon_config_lbfactor_auto(const beacon_server_conf *conf);
 
 /* The receiver's ProxyBeaconBalancer lines, and line i of them. */
 int beacon_config_balancer_count(const beacon_server_conf *conf);

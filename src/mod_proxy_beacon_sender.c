@@ -13,6 +13,7 @@
  */
 
 #include "mod_proxy_beacon_sender.h"
+#include "mod_proxy_beacon_headroom.h"
 #include "mod_proxy_beacon_lookup.h"
 
 #include <apr_atomic.h>
@@ -58,6 +59,7 @@ struct beacon_sender {
      */
     beacon_fanout_guard guard;
     beacon_sequence_t sequence;
+    beacon_headroom *headroom; /* ProxyBeaconLBFactor auto; else NULL */
     apr_time_t next_due;       /* the next regular announcement */
     beacon_rate_limit error_log;
     volatile int owner;        /* this child holds the sender's singleton */
@@ -117,6 +119,7 @@ static int sign_next(beacon_sender *snd, const char *state, apr_time_t now,
                      char *buf, apr_size_t size)
 {
     beacon_announcement_t a;
+    char factor[BEACON_LBFACTOR_TEXT_MAX];
 
     memset(&a, 0, sizeof(a)); /* a field this sender does not know: absent */
     a.url = snd->conf->advertise;
@@ -124,7 +127,9 @@ static int sign_next(beacon_sender *snd, const char *state, apr_time_t now,
     /* in the leaving one too: the receiver ignores them there, and one
      * announcement like every other is one less case */
     a.route = snd->conf->route.value;
-    a.lbfactor = snd->conf->lbfactor.value;
+    a.lbfactor = snd->headroom ? beacon_lbfactor_format(factor,
+                                                        snd->headroom->factor)
+                               : snd->conf->lbfactor.value;
     a.ctx = snd->conf->ctx.value;
     a.host = snd->hostname;
     a.pid = getpid();
@@ -159,6 +164,9 @@ static void announce_locked(beacon_sender *snd, const char *state, char *buf,
     }
     out->reached = beacon_fanout_send(snd->guard.fanout, buf,
                                       (apr_size_t)out->len, send_one, out);
+    if (snd->headroom) {
+        snd->shared->lbfactor = snd->headroom->factor;
+    }
     out->unresolved = count_unresolved(snd->guard.fanout);
     apr_atomic_add32(&snd->shared->sent, out->reached);
     apr_atomic_add32(&snd->shared->errors, out->failed + out->unresolved);
@@ -256,6 +264,9 @@ static apr_status_t sender_callback(int state, void *data, apr_pool_t *p)
     apr_time_t now = apr_time_now();
 
     (void)p;
+    if (snd->headroom && state != AP_WATCHDOG_STATE_STOPPING) {
+        beacon_headroom_sample(snd->headroom, now); /* before the first */
+    }
     switch (state) {
     case AP_WATCHDOG_STATE_STARTING:
         snd->owner = 1;
@@ -521,6 +532,9 @@ static apr_status_t start_sender(apr_pool_t *pconf, beacon_sender *snd,
     if (snd->shared == NULL || snd->guard.fanout == NULL ||
         snd->sequence.shared_ts == NULL) {
         return APR_EGENERAL;
+    }
+    if (beacon_config_lbfactor_auto(snd->conf)) {
+        snd->headroom = apr_pcalloc(pconf, sizeof(*snd->headroom));
     }
     snd->guard.s = snd->s;
     snd->guard.interval = snd->conf->interval.value;

@@ -69,6 +69,9 @@ typedef struct {
     volatile apr_uint32_t sent, errors; /* atomic: the owner may change child */
     apr_time_t last_sent;
     apr_int64_t owner_pid;              /* of the child that started last */
+    volatile apr_int32_t lbfactor;      /* ProxyBeaconLBFactor auto: the
+                                         * last announced, hundredths; 0:
+                                         * none yet, or not auto */
 } beacon_sender_status;
 
 /* Zeroed anonymous shared memory of size bytes, or NULL (logged). */

@@ -359,6 +359,9 @@ static void print_json(request_rec *r, const server_rec *only)
         json_str_or_null(r, v->conf->advertise);
         ap_rputs(", \"service\": ", r);
         json_str_or_null(r, v->conf->service);
+        ap_rputs(", \"lbfactor\": ", r);
+        ap_rputs(v->shared->lbfactor ? beacon_view_factor(r->pool, v->shared->lbfactor)
+                 : "null", r);
         ap_rprintf(r, ", \"interval\": %.3f, \"sent\": %u"
                    ", \"send_errors\": %u, \"owner_pid\": %"
                    APR_INT64_T_FMT "}",

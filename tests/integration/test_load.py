@@ -7,11 +7,13 @@ report), at info otherwise (a changed static value)."""
 
 import collections
 import re
+import socket
 import time
 
 import pytest
 
-from beacon_env import Announcer, receiver_config, start_receiver, wait_member
+from beacon_env import (Announcer, make_proxy, receiver_config, sender_httpd,
+                        start_receiver, wait_member)
 from httpd import free_port, wait_for
 
 pytestmark = pytest.mark.beacon
@@ -218,3 +220,56 @@ def test_apache2_t_refuses_a_bad_slowstart(httpd_factory, option):
     assert rc != 0, f"{option}: apache2 -t passed:\n{out}"
     lines = [l for l in out.splitlines() if l.startswith("ProxyBeaconBalancer: slowstart=")]
     assert len(lines) == 1, out
+
+
+# One child of 10 workers: 8 connections that never finish their request
+# line keep 8 of them busy (a worker reads a request's head until Timeout).
+TEN_WORKERS = ("StartServers 1\nServerLimit 1\nThreadsPerChild 10\n"
+               "MaxRequestWorkers 10\nMinSpareThreads 1\nMaxSpareThreads 10\n")
+
+
+def hold_workers(port, n):
+    held = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(b"GET / HTTP/1.1\r\n")
+        held.append(s)
+    return held
+
+
+def test_auto_lowers_the_factor_of_a_busy_backend_and_raises_it_back(
+        httpd_factory):
+    """ProxyBeaconLBFactor auto: an idle backend announces 100; with 8 of
+    its 10 workers busy its factor falls (to 28 once the 5 s average has
+    settled), and it rises again when they are free."""
+    proxy, ann = make_proxy(httpd_factory)
+    backend = sender_httpd(httpd_factory, [f"127.0.0.1:{ann.addr[1]}"],
+                           extra=TEN_WORKERS + "ProxyBeaconLBFactor auto\n")
+    backend.start()
+    url = f"http://127.0.0.1:{backend.port}"
+    wait_member(proxy, url)
+    wait_for(lambda: float(factor(proxy, url)) == 100.0, 10, "idle: 100")
+
+    held = hold_workers(backend.port, 8)
+    try:
+        wait_for(lambda: float(factor(proxy, url)) < 50.0, 30,
+                 "8 of 10 workers busy: below 50", interval=0.2)
+        # never below what 8 of 10 busy maps to (100 - 90 * 0.8)
+        assert float(factor(proxy, url)) >= 28.0
+    finally:
+        for s in held:
+            s.close()
+    wait_for(lambda: float(factor(proxy, url)) > 90.0, 40,
+             "workers free again: above 90", interval=0.2)
+
+
+def test_auto_is_accepted_and_nonsense_is_refused_at_config_time(httpd_factory):
+    ok = sender_httpd(httpd_factory, ["127.0.0.1:5556"],
+                      extra="ProxyBeaconLBFactor auto\n")
+    assert ok.check_config()[0] == 0
+    bad = sender_httpd(httpd_factory, ["127.0.0.1:5556"],
+                       extra="ProxyBeaconLBFactor automatic\n")
+    code, output = bad.check_config()
+    assert code != 0
+    assert ("ProxyBeaconLBFactor: 'automatic' is not a load factor (1 to 100 "
+            "with at most two decimals, e.g. 2.5, or auto)") in output

@@ -3,8 +3,8 @@
 /*
  * A backend's load as the lbfactor it announces (lib/beacon_load.c): the
  * mapping from utilization to a factor, shared by beaconctl send
- * --lbfactor-from loadavg and the module's coming ProxyBeaconLBFactor
- * auto, and the factor written as the wire writes it.
+ * --lbfactor-from loadavg and the module's ProxyBeaconLBFactor auto,
+ * auto's smoothing, and the factor written as the wire writes it.
  */
 #include "test_common.h"
 
@@ -99,6 +99,98 @@ static void a_factor_is_written_as_the_wire_writes_it(void **state)
 }
 
 /* Every factor written is read back as itself by the one validator. */
+#define MS(n) apr_time_from_msec(n)
+#define START apr_time_from_sec(1000)
+
+/* Feeds samples of u every step for duration (after a first sample at
+ * START); returns the average. */
+static double feed(beacon_load_average_t *avg, double u, apr_time_t step,
+                   apr_time_t duration)
+{
+    apr_time_t t;
+    double last = 0;
+
+    for (t = avg->at + step; t <= START + duration; t += step) {
+        last = beacon_load_average_add(avg, u, t);
+    }
+    return last;
+}
+
+/* A steady backend announces a steady factor: a constant input is the
+ * average exactly, from the first sample on, at any sampling rate. */
+static void a_constant_load_gives_a_constant_average(void **state)
+{
+    static const double loads[] = {0.0, 0.37, 0.5, 0.999, 1.0};
+    static const apr_time_t steps[] = {MS(1), MS(100), MS(2500), MS(60000)};
+    size_t i, j;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(loads); i++) {
+        for (j = 0; j < ARRAY_LEN(steps); j++) {
+            beacon_load_average_t avg = {0, 0};
+
+            assert_true(beacon_load_average_add(&avg, loads[i], START) ==
+                        loads[i]);
+            assert_true(feed(&avg, loads[i], steps[j], apr_time_from_sec(120))
+                        == loads[i]);
+        }
+    }
+}
+
+/* From idle to saturated, sampled ten times a second as auto does: where
+ * the average is after each span (1 - (1 - 0.1/5.1)^n), and the factor it
+ * maps to. */
+static void a_step_moves_the_average_over_seconds(void **state)
+{
+    static const struct {
+        apr_time_t after;
+        double low, high; /* the average, within */
+        int factor;       /* beacon_lbfactor_from_utilization of it */
+    } cases[] = {
+        {MS(100), 0.0195, 0.0197, 9824},
+        {MS(1000), 0.179, 0.180, 8383},
+        {MS(5000), 0.628, 0.629, 4344},
+        {MS(15000), 0.948, 0.949, 1462},
+        {MS(30000), 0.997, 0.998, 1024},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_LEN(cases); i++) {
+        beacon_load_average_t avg = {0, 0};
+        double got;
+
+        beacon_load_average_add(&avg, 0.0, START);
+        got = feed(&avg, 1.0, MS(100), cases[i].after);
+        if (got < cases[i].low || got > cases[i].high) {
+            print_error("after %" APR_TIME_T_FMT " us: %f\n", cases[i].after,
+                        got);
+        }
+        assert_true(got >= cases[i].low && got <= cases[i].high);
+        assert_int_equal(beacon_lbfactor_from_utilization(got),
+                         cases[i].factor);
+    }
+}
+
+/* What the filter takes: samples clamped as the mapping clamps them, and
+ * a clock set back moves nothing. */
+static void samples_are_clamped_and_time_only_runs_forward(void **state)
+{
+    beacon_load_average_t avg = {0, 0};
+
+    (void)state;
+    assert_true(beacon_load_average_add(&avg, 1.7, START) == 1.0);
+    assert_true(beacon_load_average_add(&avg, NAN, START + MS(5000)) == 1.0);
+    /* dt = the time constant: the sample weighs a half */
+    assert_true(beacon_load_average_add(&avg, -3.0, START + MS(10000)) == 0.5);
+    /* the same instant, then earlier: unchanged, and the next interval
+     * counts from the earlier time */
+    assert_true(beacon_load_average_add(&avg, 1.0, START + MS(10000)) == 0.5);
+    assert_true(beacon_load_average_add(&avg, 0.0, START + MS(4000)) == 0.5);
+    assert_int_equal(avg.at, START + MS(4000));
+    assert_true(beacon_load_average_add(&avg, 1.0, START + MS(9000)) == 0.75);
+}
+
 static void every_factor_written_parses_back(void **state)
 {
     char buf[BEACON_LBFACTOR_TEXT_MAX];
@@ -121,6 +213,9 @@ int main(void)
         cmocka_unit_test(the_factor_falls_with_load_and_stays_in_range),
         cmocka_unit_test(a_factor_is_written_as_the_wire_writes_it),
         cmocka_unit_test(every_factor_written_parses_back),
+        cmocka_unit_test(a_constant_load_gives_a_constant_average),
+        cmocka_unit_test(a_step_moves_the_average_over_seconds),
+        cmocka_unit_test(samples_are_clamped_and_time_only_runs_forward),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
