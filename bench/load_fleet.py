@@ -240,7 +240,12 @@ class AgentHAProxy(bl.HAProxy):
 
     def weights(self):
         """{server: (current, initial)} from the runtime API's get weight."""
-        return {n: ex.haproxy_weight(self.api(f"get weight be/{n}")) for n, _ in self.servers}
+        out = {}
+        for n, _ in self.servers:
+            reply = self.api(f"get weight be/{n}")
+            bl.record("haproxy-weight.txt", reply)
+            out[n] = ex.haproxy_weight(reply)
+        return out
 
 
 class Fleet:
