@@ -132,7 +132,7 @@ def auto_supported(ctx, workdir):
     return rc == 0
 
 
-class Agents:
+class Agents(bl.Threads):
     """HAProxy's agents, one per backend: a thread reads each backend's
     /server-status?auto every AGENT_SAMPLE s (busy workers, less its own
     request, over MaxRequestWorkers: the utilization auto reads off the
@@ -202,15 +202,8 @@ class Agents:
                 except OSError:
                     pass
 
-    def start(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def stop(self):
-        self.stopped.set()
-        for t in self.threads:
-            t.join(5)
+    def stop(self, timeout=5):
+        super().stop(timeout)
         for s in self.socks.values():
             s.close()
 
@@ -366,7 +359,8 @@ def fleet_lines(ctx, runs, weights, rounds, secs, warm, auto, fleet):
         served = {n: sum(x["served"][n] for x in runs[key]) for n in names}
         total = sum(served.values()) or 1
         share = "/".join(f"{100 * served[n] / total:.0f}" for n in names)
-        lines.append(f"   {TITLES[key]:30}{rb.fmt(med[key][0], '.0f'):>8} ({rb.rng(rps, '.0f')})"
+        title = TITLES[key] if key != "c" or auto else f"(c) beacon, {fleet.lbfactor}, byrequests"
+        lines.append(f"   {title:30}{rb.fmt(med[key][0], '.0f'):>8} ({rb.rng(rps, '.0f')})"
                      .ljust(57) + f"{rb.fmt(bl.median(p50), '.1f'):>9}"
                      + f"{rb.fmt(med[key][1], '.1f'):>9} ({rb.rng(p99, '.1f')})".ljust(26)
                      + f"{errs:>8}   {share} %")

@@ -1345,7 +1345,7 @@ def churn_throughput(ctx, site):
     return lines
 
 
-class LoadClient:
+class LoadClient(bl.Threads):
     """Keep-alive GET /f in a loop from a few threads, no retry: every
     non-200 and every connection error counts. Records which backend
     answered, and when (the body names it)."""
@@ -1386,16 +1386,6 @@ class LoadClient:
                             self.after_leave[name] += 1
         finally:
             p.close()
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def stop(self):
-        self.stopped.set()
-        for t in self.threads:
-            t.join(10)
 
     def seen_since(self, name, t):
         with self.lock:
