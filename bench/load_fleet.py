@@ -134,9 +134,9 @@ def auto_supported(ctx, workdir):
 
 class Agents(bl.Threads):
     """HAProxy's agents, one per backend: a thread reads each backend's
-    /server-status?auto every AGENT_SAMPLE s (busy workers, less its own
-    request, over MaxRequestWorkers: the utilization auto reads off the
-    scoreboard); each agent port answers a connection with the factor of
+    /server-status?auto every AGENT_SAMPLE s (the busy share of the
+    workers other than the one serving it: the utilization auto reads off
+    the scoreboard); each agent port answers a connection with the factor of
     the mean utilization since its last answer, "NN%\\n" (a weight of NN %
     of the configured 100), and closes it. It also counts its own
     requests to each backend, which the request counts subtract."""
@@ -168,7 +168,9 @@ class Agents(bl.Threads):
             for b in self.backends:
                 try:
                     st = b.status_auto()
-                    u = max(0, st["BusyWorkers"] - 1) / b.threads
+                    # its own request holds a worker: of the others, how
+                    # many are busy (a saturated backend reads 1, not 7/8)
+                    u = max(0, st["BusyWorkers"] - 1) / (b.threads - 1)
                     with self.lock:
                         self.samples[b.name].append(u)
                         self.polls[b.name] += 1
