@@ -104,7 +104,7 @@ check-sanitize: deps
 	$(CMAKE) --build $(ASAN_BUILD) --parallel $(JOBS)
 	$(CTEST) --test-dir $(ASAN_BUILD) $(CTEST_ARGS)
 
-# End-to-end benchmarks, about 14 minutes (bench/run_bench.py): the request
+# End-to-end benchmarks, about 20 minutes (bench/run_bench.py): the request
 # path through the proxy (wrk), the receiver under a datagram flood
 # (build/bench_flood), join and eviction latency against HAProxy, memory
 # and CPU, build/bench_datagram, and 1,000 members in one balancer. They

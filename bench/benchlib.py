@@ -404,6 +404,21 @@ class Heartbeat:
         self.thread.join(5)
 
 
+class Threads:
+    """A group of threads, self.threads, that run until self.stopped (an
+    Event) is set: start() starts them, stop() sets it and joins them."""
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def stop(self, timeout=10):
+        self.stopped.set()
+        for t in self.threads:
+            t.join(timeout)
+
+
 # ---- HTTP client -----------------------------------------------------------------
 
 class Poller:

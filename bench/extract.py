@@ -479,3 +479,57 @@ def closed_to(ss_text, port, within):
         left = float(m.group(1)) * _TIMER_UNITS[m.group(2)] if m.group(1) else 0.0
         n += f[3].rsplit(":", 1)[1] == str(port) and left > TIME_WAIT_S - within
     return n
+
+
+# ---- load: backends' mod_status, the factors in force, HAProxy's weights --------
+
+def status_auto(text):
+    """mod_status's /server-status?auto: {field: number} of its numeric
+    lines (Total Accesses, BusyWorkers, IdleWorkers...); Broken without
+    Total Accesses or BusyWorkers (ExtendedStatus off, not mod_status)."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(": ")
+        try:
+            out[key.strip()] = float(value) if "." in value else int(value)
+        except ValueError:
+            continue
+    for k in ("Total Accesses", "BusyWorkers"):
+        if k not in out:
+            raise Broken(f"/server-status?auto has no {k}: {text.strip()[:80]!r}")
+    return out
+
+
+def member_factors(body):
+    """{url: {lbfactor, announced}} of the first receiver's members in a
+    /beacon-status?json body: the factor in force (lbfactor) and the one
+    the member announced (lbfactor_announced), each a number or None.
+    Broken without members or without either field."""
+    rx = receiver_status(body)
+    need(rx["members"], "/beacon-status?json lists no member")
+    out = {}
+    for m in rx["members"]:
+        for k in ("url", "lbfactor", "lbfactor_announced"):
+            if k not in m:
+                raise Broken(f"/beacon-status?json's member has no {k}")
+        out[m["url"]] = {"lbfactor": m["lbfactor"], "announced": m["lbfactor_announced"]}
+    return out
+
+
+def haproxy_weight(reply):
+    """(current, initial) of the runtime API's `get weight be/s`: "55
+    (initial 100)"; Broken on anything else (no such server...)."""
+    m = re.match(r"\s*(\d+) \(initial (\d+)\)", reply)
+    return (int(m.group(1)), int(m.group(2))) if need(m, f"HAProxy's get weight said "
+                                                         f"{reply.strip()[:80]!r}") else None
+
+
+def spread(values, what):
+    """{min, max, median, spread} of values, spread = (max - min) / median;
+    Broken with no value or a median of 0."""
+    xs = sorted(need(values, f"no sample of {what}"))
+    n = len(xs)
+    med = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    if not med:
+        raise Broken(f"{what}: median 0")
+    return {"min": xs[0], "max": xs[-1], "median": med, "spread": (xs[-1] - xs[0]) / med}

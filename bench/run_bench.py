@@ -34,6 +34,12 @@ Sections (all by default, --only picks some):
                1,000 static BalancerMembers on the same backends: req/s, a
                join at 1,000 members vs at 10, receiver CPU, the status
                views, memory per member, restore after a restart
+  load         balancing by the load backends report (issue 34): a fleet of
+               three backends, one of half the capacity, behind static
+               members (byrequests, bybusyness), beacon members announcing
+               `ProxyBeaconLBFactor auto` and HAProxy (leastconn +
+               agent-check): req/s, p50, p99, requests per backend; the
+               factor in force under a constant load (bench/load_*.py)
 
 Benchmarks report, they never fail: a missed goal is marked MISSED in the
 table and the exit status is still 0. A measurement that found no data (a
@@ -71,13 +77,16 @@ import traceback
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in bench/ or tests/
+# run as a script, this module is __main__: the section modules that
+# `import run_bench` (bench/load_*.py) get this one, not a second copy
+sys.modules.setdefault("run_bench", sys.modules[__name__])
 import benchlib as bl  # noqa: E402
 import extract as ex  # noqa: E402
 from extract import Broken  # noqa: E402
 import private_hosts  # noqa: E402  (tests/integration, on benchlib's path)
 
 SECTIONS = ("library", "request", "control", "convergence", "footprint", "churn",
-            "fanout", "services", "routing", "scale")
+            "fanout", "services", "routing", "scale", "load")
 
 
 class Skip(Exception):
@@ -1336,7 +1345,7 @@ def churn_throughput(ctx, site):
     return lines
 
 
-class LoadClient:
+class LoadClient(bl.Threads):
     """Keep-alive GET /f in a loop from a few threads, no retry: every
     non-200 and every connection error counts. Records which backend
     answered, and when (the body names it)."""
@@ -1377,16 +1386,6 @@ class LoadClient:
                             self.after_leave[name] += 1
         finally:
             p.close()
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def stop(self):
-        self.stopped.set()
-        for t in self.threads:
-            t.join(10)
 
     def seen_since(self, name, t):
         with self.lock:
@@ -2538,6 +2537,23 @@ def bench_scale(ctx):
     return lines
 
 
+# ---- 11. load -------------------------------------------------------------------------
+
+# The modules whose parts(ctx) make up section load, in order: each returns
+# (label, fn, args) for run_parts.
+LOAD_PARTS = ["load_fleet"]
+
+
+def bench_load(ctx):
+    """Balancing by reported load (issue 34): each module's parts, reported
+    on their own (as churn's)."""
+    import importlib
+    parts = []
+    for name in LOAD_PARTS:
+        parts += importlib.import_module(name).parts(ctx)
+    return run_parts(ctx, "load", parts)
+
+
 # ---- report ------------------------------------------------------------------------
 
 TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)",
@@ -2553,9 +2569,10 @@ TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)"
           "routing": "9. Routing by context: routed requests vs a static ProxyPass, "
                      "a new context's first request",
           "scale": "10. Scale: 1,000 members in one balancer, announced into reserved "
-                   "slots vs static"}
+                   "slots vs static",
+          "load": "11. Load: balancing by the load backends report"}
 ORDER = ("request", "control", "convergence", "footprint", "library", "churn", "fanout",
-         "services", "routing", "scale")
+         "services", "routing", "scale", "load")
 
 
 def run_section(ctx, key, fn):
@@ -2661,7 +2678,7 @@ def main():
     funcs = {"library": bench_library, "request": bench_request, "control": bench_control,
              "convergence": bench_convergence, "footprint": bench_footprint,
              "churn": bench_churn, "fanout": bench_fanout, "services": bench_services,
-             "routing": bench_routing, "scale": bench_scale}
+             "routing": bench_routing, "scale": bench_scale, "load": bench_load}
     try:
         for key in [k for k in ORDER if k in only]:
             log(f"{key}: start")

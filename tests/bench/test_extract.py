@@ -473,3 +473,56 @@ def test_rare_log_lines_match_the_source(regex, tag, args, groups):
     m = re.search(regex, rendered(tag, *args))
     assert m, (regex, rendered(tag, *args))
     assert m.groups() == groups
+
+
+# ---- load: mod_status ?auto, the factors in ?json, HAProxy's weight ------------------
+
+def test_status_auto(fixture_text):
+    st = ex.status_auto(fixture_text("load", "server-status-auto.txt"))
+    assert (st["Total Accesses"], st["BusyWorkers"], st["IdleWorkers"]) == (15785, 8, 0)
+
+
+def test_status_auto_without_counters_is_broken():
+    """An HTML status page (no ?auto), or ExtendedStatus off: no figure."""
+    with pytest.raises(Broken, match="no Total Accesses"):
+        ex.status_auto("<html><body>Apache Server Status</body></html>")
+    with pytest.raises(Broken, match="no BusyWorkers"):
+        ex.status_auto("Total Accesses: 3\nServerUptimeSeconds: 9\n")
+
+
+def test_member_factors(fixture_text):
+    f = ex.member_factors(fixture_text("load", "load-status.json"))
+    assert sorted(f) == ["http://127.0.0.1:54563", "http://127.0.0.1:54787",
+                         "http://127.0.0.1:57169"]
+    assert all(v == {"lbfactor": 50.0, "announced": 50.0} for v in f.values())
+
+
+@pytest.mark.parametrize("field", ["lbfactor", "lbfactor_announced"])
+def test_member_factors_without_the_field_is_broken(fixture_text, field):
+    doc = json.loads(fixture_text("load", "load-status.json"))
+    del doc["receivers"][0]["members"][1][field]
+    with pytest.raises(Broken, match=f"member has no {field}"):
+        ex.member_factors(json.dumps(doc))
+    doc["receivers"][0]["members"] = []
+    with pytest.raises(Broken, match="lists no member"):
+        ex.member_factors(json.dumps(doc))
+
+
+def test_haproxy_weight(fixture_text):
+    assert ex.haproxy_weight(fixture_text("load", "haproxy-weight.txt")) == (24, 100)
+    with pytest.raises(Broken, match="No such server"):
+        ex.haproxy_weight("No such server.\n")
+
+
+def test_stability_wrk(fixture_text):
+    res = ex.wrk_figures(fixture_text("load", "wrk-stability.txt"))
+    assert (res["rps"], res["p99"]) == (1154.94, 127.01)
+
+
+def test_spread():
+    st = ex.spread([50.0, 55.0, 45.0, 52.5], "lbfactor")
+    assert (st["min"], st["max"], st["median"]) == (45.0, 55.0, 51.25)
+    assert st["spread"] == pytest.approx(10 / 51.25)
+    assert ex.spread([50.0] * 3, "x")["spread"] == 0
+    with pytest.raises(Broken, match="no sample of lbfactor of u"):
+        ex.spread([], "lbfactor of u")
