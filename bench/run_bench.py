@@ -34,6 +34,10 @@ Sections (all by default, --only picks some):
                1,000 static BalancerMembers on the same backends: req/s, a
                join at 1,000 members vs at 10, receiver CPU, the status
                views, memory per member, restore after a restart
+  load         balancing by reported load (issue 34): a cold member joining
+               a saturated balancer with and without a slow start (p99 of
+               its first 10 s); receiver CPU with 1,000 members reporting a
+               factor that changes every second vs a constant one
 
 Benchmarks report, they never fail: a missed goal is marked MISSED in the
 table and the exit status is still 0. A measurement that found no data (a
@@ -77,7 +81,7 @@ from extract import Broken  # noqa: E402
 import private_hosts  # noqa: E402  (tests/integration, on benchlib's path)
 
 SECTIONS = ("library", "request", "control", "convergence", "footprint", "churn",
-            "fanout", "services", "routing", "scale")
+            "fanout", "services", "routing", "scale", "load")
 
 
 class Skip(Exception):
@@ -2538,6 +2542,15 @@ def bench_scale(ctx):
     return lines
 
 
+# ---- 11. load ----------------------------------------------------------------------
+
+def bench_load(ctx):
+    """Part B, bench/load_join.py: a cold member joins; 1,000 members
+    reporting load (its parts get this module: Skip, run_parts...)."""
+    import load_join
+    return run_parts(ctx, "load", load_join.parts(ctx, sys.modules[__name__]))
+
+
 # ---- report ------------------------------------------------------------------------
 
 TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)",
@@ -2553,9 +2566,10 @@ TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)"
           "routing": "9. Routing by context: routed requests vs a static ProxyPass, "
                      "a new context's first request",
           "scale": "10. Scale: 1,000 members in one balancer, announced into reserved "
-                   "slots vs static"}
+                   "slots vs static",
+          "load": "11. Load: balancing by what the backends report"}
 ORDER = ("request", "control", "convergence", "footprint", "library", "churn", "fanout",
-         "services", "routing", "scale")
+         "services", "routing", "scale", "load")
 
 
 def run_section(ctx, key, fn):
@@ -2661,7 +2675,7 @@ def main():
     funcs = {"library": bench_library, "request": bench_request, "control": bench_control,
              "convergence": bench_convergence, "footprint": bench_footprint,
              "churn": bench_churn, "fanout": bench_fanout, "services": bench_services,
-             "routing": bench_routing, "scale": bench_scale}
+             "routing": bench_routing, "scale": bench_scale, "load": bench_load}
     try:
         for key in [k for k in ORDER if k in only]:
             log(f"{key}: start")

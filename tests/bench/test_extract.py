@@ -473,3 +473,61 @@ def test_rare_log_lines_match_the_source(regex, tag, args, groups):
     m = re.search(regex, rendered(tag, *args))
     assert m, (regex, rendered(tag, *args))
     assert m.groups() == groups
+
+
+# ---- load: a cold member joins; 1,000 members reporting load -------------------------
+
+def test_cold_join_backend_stats(fixture_text):
+    s = ex.backend_stats(fixture_text("load", "join-backend-stats.json"))
+    assert (s["requests"], s["cold_requests"], s["cold_done"], s["in_flight"]) == \
+        (3522, 300, 300, 0)
+    assert s["cold_done_at"] - s["first_at"] == pytest.approx(2.777, abs=1e-3)
+
+
+def test_cold_join_backend_stats_without_a_field_is_broken(fixture_text):
+    doc = json.loads(fixture_text("load", "join-backend-stats.json"))
+    del doc["cold_done_at"]
+    with pytest.raises(Broken, match="has no cold_done_at"):
+        ex.backend_stats(json.dumps(doc))
+    with pytest.raises(Broken, match="not JSON"):
+        ex.backend_stats("<html>")
+
+
+def test_cold_join_wrk(fixture_text):
+    res = ex.wrk_figures(fixture_text("load", "join-wrk.txt"))
+    assert (res["p50"], res["p99"], res["requests"]) == (16.46, 56.58, 17767)
+    assert (res["non2xx"], res["socket_errors"]) == (0, 0)
+
+
+def test_slow_starts_in_the_error_log(fixture_text):
+    """Three members ramped on the slow-start proxy: the two warm ones at
+    06:08:15 and the trial's cold one at 06:08:37."""
+    times = ex.slow_starts(fixture_text("load", "join-error-slow.log"))
+    assert sorted(times) == ["http://127.0.0.1:33557", "http://127.0.0.1:35783",
+                             "http://127.0.0.1:40143"]
+    cold = times["http://127.0.0.1:35783"] - times["http://127.0.0.1:33557"]
+    assert cold == pytest.approx(21.670468, abs=1e-6)
+    assert ex.slow_starts("[Sat Dec 05 06:08:15.677882 2026] BCN00030: added backend x") == {}
+
+
+def test_member_factors_in_force_and_announced(fixture_text):
+    ramp = ex.member_factors(ex.receiver_status(fixture_text("load", "join-status-ramp.json")))
+    assert ramp == {u: {"lbfactor": 19.0, "lbfactor_announced": 100.0, "slow_start": 28}
+                    for u in ("http://127.0.0.1:33557", "http://127.0.0.1:40143")}
+    f = ex.member_factors(ex.receiver_status(fixture_text("load", "cpu-status.json")))
+    assert [m["lbfactor"] for m in f.values()] == [50.0, 50.0, 60.0, 60.0]
+    assert all(m["lbfactor"] == m["lbfactor_announced"] and m["slow_start"] is None
+               for m in f.values())
+
+
+def test_factors_changed(fixture_text):
+    a = ex.member_factors(ex.receiver_status(fixture_text("load", "cpu-status.json")))
+    b = {u: dict(m, lbfactor=110.0 - m["lbfactor"]) for u, m in list(a.items())[:3]}
+    assert ex.factors_changed(a, b) == 3
+    assert ex.factors_changed(a, a) == 0
+
+
+def test_member_factors_without_the_fields_is_broken(fixture_text):
+    """A ?json from before issue 34's views (scale's fixture): no lbfactor."""
+    with pytest.raises(Broken, match="member has no lbfactor, lbfactor_announced, slow_start"):
+        ex.member_factors(ex.receiver_status(fixture_text("scale", "status-json-10.txt")))
