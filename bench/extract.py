@@ -500,22 +500,6 @@ def status_auto(text):
     return out
 
 
-def member_factors(body):
-    """{url: {lbfactor, announced}} of the first receiver's members in a
-    /beacon-status?json body: the factor in force (lbfactor) and the one
-    the member announced (lbfactor_announced), each a number or None.
-    Broken without members or without either field."""
-    rx = receiver_status(body)
-    need(rx["members"], "/beacon-status?json lists no member")
-    out = {}
-    for m in rx["members"]:
-        for k in ("url", "lbfactor", "lbfactor_announced"):
-            if k not in m:
-                raise Broken(f"/beacon-status?json's member has no {k}")
-        out[m["url"]] = {"lbfactor": m["lbfactor"], "announced": m["lbfactor_announced"]}
-    return out
-
-
 def haproxy_weight(reply):
     """(current, initial) of the runtime API's `get weight be/s`: "55
     (initial 100)"; Broken on anything else (no such server...)."""
@@ -533,3 +517,50 @@ def spread(values, what):
     if not med:
         raise Broken(f"{what}: median 0")
     return {"min": xs[0], "max": xs[-1], "median": med, "spread": (xs[-1] - xs[0]) / med}
+# ---- load: a cold member joins (bench/load_join.py); 1,000 members reporting load ---
+
+SLOW_START_RE = r"^\[([^\]]+)\] .*BCN00225: slow start of (\S+) in balancer://"
+BACKEND_STATS_KEYS = ("requests", "cold_requests", "cold_done", "first_at", "cold_done_at",
+                      "in_flight")
+
+
+def slow_starts(text):
+    """{url: epoch seconds} of the slow starts an error log announces
+    (BCN00225, at info): none is a figure (no member ramped), not BROKEN."""
+    return log_times(text, SLOW_START_RE)
+
+
+def backend_stats(body):
+    """The cold join's backend's GET /stats (bench/load_join.py): requests
+    it began, its cold phase's length and how many of it are done, when
+    the first began and when the cold phase ended (epoch seconds, null
+    until then), requests it holds (queued or served) now. Broken when it is not JSON or a field is absent."""
+    try:
+        doc = json.loads(body)
+    except ValueError as e:
+        raise Broken(f"the backend's /stats is not JSON: {e}") from None
+    missing = [k for k in BACKEND_STATS_KEYS if k not in doc]
+    if missing:
+        raise Broken(f"the backend's /stats has no {', '.join(missing)}")
+    return doc
+
+
+def member_factors(status):
+    """{url: {lbfactor, lbfactor_announced, slow_start}} of the members of
+    a /beacon-status?json receiver: the factor in force (httpd's), the one
+    announced, a slow start's share in % (None when none runs). Broken when
+    a member has none of these fields, or there is no member."""
+    out = {}
+    for m in need(status["members"], "/beacon-status?json lists no member"):
+        missing = [k for k in ("url", "lbfactor", "lbfactor_announced", "slow_start")
+                   if k not in m]
+        if missing:
+            raise Broken(f"/beacon-status?json's member has no {', '.join(missing)}")
+        out[m["url"]] = {k: m[k] for k in ("lbfactor", "lbfactor_announced", "slow_start")}
+    return out
+
+
+def factors_changed(a, b):
+    """How many members of both member_factors() readings a and b have
+    another factor in force in b."""
+    return sum(1 for u, m in b.items() if u in a and a[u]["lbfactor"] != m["lbfactor"])

@@ -25,6 +25,13 @@
  *                     --secret, so with several services only a forged
  *                     flood makes sense: the receiver picks each one's key
  *                     set by its svc= before the MAC
+ *   --lbfactor F      the lbfactor= every announcement carries (1 to 100,
+ *                     at most two decimals); without it they carry none
+ *   --lbfactor-vary G with --lbfactor F: each url's announcements alternate
+ *                     between F and G (its first, third, ... say F, its
+ *                     second, fourth, ... G), a load that changes with every
+ *                     announcement; F and G at least 5 % apart make the
+ *                     receiver apply each one
  *   --secret S        ProxyBeaconSecret (default the tests' hex key)
  *   --rate R          datagrams per second (default 0: as fast as possible)
  *   --seconds S       stop after S seconds (default 5, at most 600)
@@ -121,6 +128,13 @@ static void add_service(const char *svc)
     if (!beacon_service_is_valid(svc))
         die("not a service: %s", svc);
     services[nservices++] = svc;
+}
+
+static const char *lbfactor_arg(const char *opt, const char *s)
+{
+    if (beacon_lbfactor_parse(s, strlen(s)) < 0)
+        die("bad value for %s", opt);
+    return s;
 }
 
 static void read_urls(const char *path)
@@ -254,6 +268,7 @@ static int sink(int fd, double seconds, unsigned batch)
 int main(int argc, char **argv)
 {
     const char *host = "127.0.0.1", *secret = DEFAULT_SECRET, *mode = NULL;
+    const char *lbfactor = NULL, *lbfactor_vary = NULL;
     double rate = 0, seconds = 5, t0, now, elapsed;
     unsigned long long count = 0, sent = 0, errors = 0, seq = 0;
     unsigned batch = 64, pos = 0;
@@ -281,6 +296,10 @@ int main(int argc, char **argv)
             read_urls(val);
         else if (!strcmp(opt, "--svc"))
             add_service(val);
+        else if (!strcmp(opt, "--lbfactor"))
+            lbfactor = lbfactor_arg(opt, val);
+        else if (!strcmp(opt, "--lbfactor-vary"))
+            lbfactor_vary = lbfactor_arg(opt, val);
         else if (!strcmp(opt, "--secret"))
             secret = val;
         else if (!strcmp(opt, "--rate"))
@@ -300,7 +319,10 @@ int main(int argc, char **argv)
         (strcmp(mode, "valid") && strcmp(mode, "forged") && strcmp(mode, "sink")))
         die("%s", "usage: bench_flood --port P --mode valid|forged|sink "
                   "[--url U | --urls-file F] [--svc S] [--rate R] [--seconds S] "
-                  "[--count N] [--batch B] [--cpu C] [--host A] [--secret S]");
+                  "[--count N] [--batch B] [--cpu C] [--host A] [--secret S] "
+                  "[--lbfactor F [--lbfactor-vary G]]");
+    if (lbfactor_vary && !lbfactor)
+        die("%s", "--lbfactor-vary needs --lbfactor");
     if (nurls == 0)
         add_url("http://127.0.0.1:9");
     if (batch == 0)
@@ -352,6 +374,9 @@ int main(int argc, char **argv)
                     .pid = pid,
                     .state = NULL,
                     .svc = nservices ? services[seq % nservices] : NULL,
+                    /* seq / nurls: how many this url has sent before */
+                    .lbfactor = lbfactor_vary && (seq / nurls) % 2 ? lbfactor_vary
+                                                                   : lbfactor,
                 };
                 int len;
 

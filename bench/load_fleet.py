@@ -294,9 +294,10 @@ class Fleet:
                 for b in self.backends}
 
     def factors(self):
-        """{member url: {lbfactor, announced}} of the receiver (c)."""
+        """{member url: {lbfactor, lbfactor_announced, slow_start}} of the
+        receiver (c)."""
         body = self.fronts["c"].beacon_status_body("load-status.json")
-        return ex.member_factors(body)
+        return ex.member_factors(ex.receiver_status(body))
 
 
 def wrk_round(fleet, key, secs):
@@ -413,7 +414,7 @@ def stability_part(ctx, fleet, auto):
             while time.monotonic() < t:
                 time.sleep(min(0.05, max(0.0, t - time.monotonic())))
             for url, f in fleet.factors().items():
-                samples.setdefault(url, []).append((f["lbfactor"], f["announced"]))
+                samples.setdefault(url, []).append((f["lbfactor"], f["lbfactor_announced"]))
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

@@ -39,7 +39,10 @@ Sections (all by default, --only picks some):
                members (byrequests, bybusyness), beacon members announcing
                `ProxyBeaconLBFactor auto` and HAProxy (leastconn +
                agent-check): req/s, p50, p99, requests per backend; the
-               factor in force under a constant load (bench/load_*.py)
+               factor in force under a constant load; a cold member joining
+               a saturated balancer with and without a slow start (p99 of
+               its first 10 s); receiver CPU with 1,000 members reporting a
+               factor that changes every second vs a constant one
 
 Benchmarks report, they never fail: a missed goal is marked MISSED in the
 table and the exit status is still 0. A measurement that found no data (a
@@ -2539,18 +2542,14 @@ def bench_scale(ctx):
 
 # ---- 11. load -------------------------------------------------------------------------
 
-# The modules whose parts(ctx) make up section load, in order: each returns
-# (label, fn, args) for run_parts.
-LOAD_PARTS = ["load_fleet"]
-
-
 def bench_load(ctx):
-    """Balancing by reported load (issue 34): each module's parts, reported
-    on their own (as churn's)."""
-    import importlib
-    parts = []
-    for name in LOAD_PARTS:
-        parts += importlib.import_module(name).parts(ctx)
+    """Balancing by reported load (issue 34): part A, a heterogeneous fleet
+    and the factor's stability (bench/load_fleet.py); part B, a cold member
+    joins and 1,000 members report load (bench/load_join.py, given this
+    module: Skip, run_parts...). Each part is reported on its own."""
+    import load_fleet
+    import load_join
+    parts = [*load_fleet.parts(ctx), *load_join.parts(ctx, sys.modules[__name__])]
     return run_parts(ctx, "load", parts)
 
 
@@ -2570,7 +2569,7 @@ TITLES = {"library": "5. Library: cost of one datagram (bench/bench_datagram.c)"
                      "a new context's first request",
           "scale": "10. Scale: 1,000 members in one balancer, announced into reserved "
                    "slots vs static",
-          "load": "11. Load: balancing by the load backends report"}
+          "load": "11. Load: balancing by what the backends report"}
 ORDER = ("request", "control", "convergence", "footprint", "library", "churn", "fanout",
          "services", "routing", "scale", "load")
 

@@ -490,22 +490,19 @@ def test_status_auto_without_counters_is_broken():
         ex.status_auto("Total Accesses: 3\nServerUptimeSeconds: 9\n")
 
 
-def test_member_factors(fixture_text):
-    f = ex.member_factors(fixture_text("load", "load-status.json"))
+def test_member_factors_of_the_fleet(fixture_text):
+    f = ex.member_factors(ex.receiver_status(fixture_text("load", "load-status.json")))
     assert sorted(f) == ["http://127.0.0.1:54563", "http://127.0.0.1:54787",
                          "http://127.0.0.1:57169"]
-    assert all(v == {"lbfactor": 50.0, "announced": 50.0} for v in f.values())
+    assert all((v["lbfactor"], v["lbfactor_announced"]) == (50.0, 50.0)
+               for v in f.values())
 
 
-@pytest.mark.parametrize("field", ["lbfactor", "lbfactor_announced"])
-def test_member_factors_without_the_field_is_broken(fixture_text, field):
+def test_member_factors_without_members_is_broken(fixture_text):
     doc = json.loads(fixture_text("load", "load-status.json"))
-    del doc["receivers"][0]["members"][1][field]
-    with pytest.raises(Broken, match=f"member has no {field}"):
-        ex.member_factors(json.dumps(doc))
     doc["receivers"][0]["members"] = []
     with pytest.raises(Broken, match="lists no member"):
-        ex.member_factors(json.dumps(doc))
+        ex.member_factors(ex.receiver_status(json.dumps(doc)))
 
 
 def test_haproxy_weight(fixture_text):
@@ -526,3 +523,59 @@ def test_spread():
     assert ex.spread([50.0] * 3, "x")["spread"] == 0
     with pytest.raises(Broken, match="no sample of lbfactor of u"):
         ex.spread([], "lbfactor of u")
+# ---- load: a cold member joins; 1,000 members reporting load -------------------------
+
+def test_cold_join_backend_stats(fixture_text):
+    s = ex.backend_stats(fixture_text("load", "join-backend-stats.json"))
+    assert (s["requests"], s["cold_requests"], s["cold_done"], s["in_flight"]) == \
+        (3522, 300, 300, 0)
+    assert s["cold_done_at"] - s["first_at"] == pytest.approx(2.777, abs=1e-3)
+
+
+def test_cold_join_backend_stats_without_a_field_is_broken(fixture_text):
+    doc = json.loads(fixture_text("load", "join-backend-stats.json"))
+    del doc["cold_done_at"]
+    with pytest.raises(Broken, match="has no cold_done_at"):
+        ex.backend_stats(json.dumps(doc))
+    with pytest.raises(Broken, match="not JSON"):
+        ex.backend_stats("<html>")
+
+
+def test_cold_join_wrk(fixture_text):
+    res = ex.wrk_figures(fixture_text("load", "join-wrk.txt"))
+    assert (res["p50"], res["p99"], res["requests"]) == (16.46, 56.58, 17767)
+    assert (res["non2xx"], res["socket_errors"]) == (0, 0)
+
+
+def test_slow_starts_in_the_error_log(fixture_text):
+    """Three members ramped on the slow-start proxy: the two warm ones at
+    06:08:15 and the trial's cold one at 06:08:37."""
+    times = ex.slow_starts(fixture_text("load", "join-error-slow.log"))
+    assert sorted(times) == ["http://127.0.0.1:33557", "http://127.0.0.1:35783",
+                             "http://127.0.0.1:40143"]
+    cold = times["http://127.0.0.1:35783"] - times["http://127.0.0.1:33557"]
+    assert cold == pytest.approx(21.670468, abs=1e-6)
+    assert ex.slow_starts("[Sat Dec 05 06:08:15.677882 2026] BCN00030: added backend x") == {}
+
+
+def test_member_factors_in_force_and_announced(fixture_text):
+    ramp = ex.member_factors(ex.receiver_status(fixture_text("load", "join-status-ramp.json")))
+    assert ramp == {u: {"lbfactor": 19.0, "lbfactor_announced": 100.0, "slow_start": 28}
+                    for u in ("http://127.0.0.1:33557", "http://127.0.0.1:40143")}
+    f = ex.member_factors(ex.receiver_status(fixture_text("load", "cpu-status.json")))
+    assert [m["lbfactor"] for m in f.values()] == [50.0, 50.0, 60.0, 60.0]
+    assert all(m["lbfactor"] == m["lbfactor_announced"] and m["slow_start"] is None
+               for m in f.values())
+
+
+def test_factors_changed(fixture_text):
+    a = ex.member_factors(ex.receiver_status(fixture_text("load", "cpu-status.json")))
+    b = {u: dict(m, lbfactor=110.0 - m["lbfactor"]) for u, m in list(a.items())[:3]}
+    assert ex.factors_changed(a, b) == 3
+    assert ex.factors_changed(a, a) == 0
+
+
+def test_member_factors_without_the_fields_is_broken(fixture_text):
+    """A ?json from before issue 34's views (scale's fixture): no lbfactor."""
+    with pytest.raises(Broken, match="member has no lbfactor, lbfactor_announced, slow_start"):
+        ex.member_factors(ex.receiver_status(fixture_text("scale", "status-json-10.txt")))
