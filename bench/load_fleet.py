@@ -297,7 +297,9 @@ class Fleet:
         """{member url: {lbfactor, lbfactor_announced, slow_start}} of the
         receiver (c)."""
         body = self.fronts["c"].beacon_status_body("load-status.json")
-        return ex.member_factors(ex.receiver_status(body))
+        rx = ex.receiver_status(body)
+        ex.need(rx["members"], "/beacon-status?json lists no member")
+        return ex.member_factors(rx)
 
 
 def wrk_round(fleet, key, secs):

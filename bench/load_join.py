@@ -31,7 +31,7 @@ sys.dont_write_bytecode = True
 import benchlib as bl  # noqa: E402
 import extract as ex  # noqa: E402
 
-# ---- b) a cold member joins ----------------------------------------------------------
+# ---- c) a cold member joins ----------------------------------------------------------
 
 JOIN_WORKERS = 8           # each backend serves 8 requests at once
 JOIN_MS = 10               # a request's service time once warm
@@ -197,7 +197,7 @@ def cold_join_lines(ctx, rb, runs, ramps, trials):
     """The rows of runs {slow, plain: [trial figures]}, the slow starts
     logged, and the goals."""
     ms = JOIN_MS
-    lines = [f"   b) a cold member joins: {JOIN_WARM} warm members (a Python server each: "
+    lines = [f"   c) a cold member joins: {JOIN_WARM} warm members (a Python server each: "
              f"{JOIN_WORKERS} workers, {ms} ms a request), wrk -t2 -c{JOIN_CONNECTIONS} "
              f"-d{JOIN_SECONDS}s --latency;",
              f"   as its requests reach them, a fresh cold member (its first "
@@ -242,7 +242,7 @@ def cold_join_lines(ctx, rb, runs, ramps, trials):
     return lines
 
 
-# ---- c) 1,000 members reporting load: the receiver's CPU ----------------------------
+# ---- d) 1,000 members reporting load: the receiver's CPU ----------------------------
 
 CPU_MEMBERS = 1000
 CPU_SLOTS = 1024
@@ -343,7 +343,7 @@ def load_cpu(ctx, rb):
 
 def load_cpu_lines(ctx, rb, runs, rounds, secs):
     med = {m: bl.median([x["cpu_per_s"] for x in xs]) for m, xs in runs.items()}
-    lines = [f"   c) receiver CPU, the owner child (all its threads), {secs:g} s, no requests: "
+    lines = [f"   d) receiver CPU, the owner child (all its threads), {secs:g} s, no requests: "
              f"{CPU_MEMBERS:,} members (slots={CPU_SLOTS}), each",
              f"   renewed every second by bench_flood --batch 1; {rounds} round(s) each, "
              "alternating",

@@ -52,11 +52,13 @@ static void print_destinations_auto(request_rec *r, const beacon_fanout_t *f)
 }
 
 
-/* One line per balancer a receiver feeds: its service and what it holds. */
+/* One line per balancer a receiver feeds: its service, what it holds, and
+ * how many of its members are in a slow start. */
 static void print_balancer_auto(request_rec *r, const beacon_shown_receiver *sr)
 {
     const char *balancer = beacon_view_balancer(r->pool, sr->v);
     apr_uint64_t dropped = 0;
+    unsigned ramping = 0, i;
     int j;
 
     if (balancer == NULL) {
@@ -65,10 +67,13 @@ static void print_balancer_auto(request_rec *r, const beacon_shown_receiver *sr)
     for (j = 1; j < BEACON_DROP_COUNT; j++) {
         dropped += sr->v->shared->dropped[j];
     }
+    for (i = 0; i < sr->nrows; i++) {
+        ramping += sr->rows[i].slow_start > 0;
+    }
     ap_rprintf(r, "BeaconBalancer: %s service=%s members=%u records=%u "
-               "dropped=%" APR_UINT64_T_FMT "\n", balancer,
+               "dropped=%" APR_UINT64_T_FMT " slow_start=%u\n", balancer,
                sr->v->service ? sr->v->service : "-", sr->active, sr->nrows,
-               dropped);
+               dropped, ramping);
 }
 
 /* The contexts routed, and how many of them have no member in rotation
@@ -99,7 +104,8 @@ static void print_auto(request_rec *r)
     int reserved = 0, reserved_free = 0;
     beacon_shown_receiver *shown;
     beacon_sender_view *senders;
-    int i, j, n = beacon_view_gather(r, NULL, 0, &shown);
+    /* with httpd's view of each member: the slow starts */
+    int i, j, n = beacon_view_gather(r, NULL, 1, &shown);
     int nsenders = beacon_sender_views(r->pool, NULL, &senders);
 
     for (i = 0; i < n; i++) {

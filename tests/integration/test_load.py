@@ -174,10 +174,19 @@ def test_the_views_show_the_factor_in_force_the_announced_one_and_the_ramp(
     metrics = metrics_page(h)
     assert find(metrics, "beacon_member_lbfactor", member=b.url) == [2.5], metrics
     assert find(metrics, "beacon_member_lbfactor_announced", member=b.url) == [25.0]
+    assert " slow_start=1\n" in auto_balancer_line(h)
 
     wait_for(lambda: factor(h, b.url) == "25.00", 10, "its whole factor")
     [m] = [m for m in receiver_json(h)["members"] if m["url"] == b.url]
     assert (m["lbfactor"], m["lbfactor_announced"], m["slow_start"]) == (25.0, 25.0, None), m
+    assert " slow_start=0\n" in auto_balancer_line(h)
+
+
+def auto_balancer_line(h):
+    """server-status?auto's BeaconBalancer line, with its newline."""
+    status, text = h.get("/server-status?auto")
+    assert status == 200, text
+    return re.search(r"^BeaconBalancer: .*\n", text, re.M).group(0)
 
 
 def test_a_member_back_after_an_eviction_starts_slowly_again(httpd_factory,
