@@ -15,6 +15,7 @@ missed its goal (MISSED), and the table says BROKEN.
 import datetime
 import json
 import re
+import statistics
 import xml.etree.ElementTree as ET
 
 
@@ -512,11 +513,12 @@ def spread(values, what):
     """{min, max, median, spread} of values, spread = (max - min) / median;
     Broken with no value or a median of 0."""
     xs = sorted(need(values, f"no sample of {what}"))
-    n = len(xs)
-    med = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    med = statistics.median(xs)
     if not med:
         raise Broken(f"{what}: median 0")
     return {"min": xs[0], "max": xs[-1], "median": med, "spread": (xs[-1] - xs[0]) / med}
+
+
 # ---- load: a cold member joins (bench/load_join.py); 1,000 members reporting load ---
 
 SLOW_START_RE = r"^\[([^\]]+)\] .*BCN00225: slow start of (\S+) in balancer://"
