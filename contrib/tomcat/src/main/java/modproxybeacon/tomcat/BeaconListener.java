@@ -210,8 +210,11 @@ public final class BeaconListener implements LifecycleListener, ContainerListene
             return;
         }
         announcer.start(startedContexts(null), utilization());
-        log.info("BCN00300: announcing " + announcer.url() + " (route " + engine.getJvmRoute() + ", service "
-                 + settings.service + ", contexts " + String.join(",", announcer.contexts()) + ") to "
+        String route = engine.getJvmRoute();
+        log.info("BCN00300: announcing " + (announcer.url() == null ? "this Tomcat (no proxy address yet)" : announcer.url())
+                 + " (" + (route == null ? "no route: the Engine has no jvmRoute" : "route " + route)
+                 + (settings.service == null ? "" : ", service " + settings.service) + ", contexts "
+                 + (announcer.contexts().isEmpty() ? "none" : String.join(",", announcer.contexts())) + ") to "
                  + settings.proxies + " every " + settings.intervalNanos / 1_000_000 + " ms");
     }
 
