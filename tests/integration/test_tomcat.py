@@ -55,9 +55,10 @@ def tomcats(workdir):
     assert not problems, "\n".join(problems)
 
 
-def proxy(httpd_factory):
-    """A receiver whose balancer `app` may claim /app, sticky on Tomcat's
-    session, with no ProxyPass at all. Returns (started httpd, udp port)."""
+def proxy(httpd_factory, contexts="/app"):
+    """A receiver whose balancer `app` may claim contexts (/app), sticky on
+    Tomcat's session, with no ProxyPass at all. Returns (started httpd,
+    udp port)."""
     udp = free_port()
     h = httpd_factory()
     h.proxy_config = (f"<Proxy balancer://app>\n    ProxySet growth=4 stickysession={STICKY}\n"
@@ -66,7 +67,7 @@ def proxy(httpd_factory):
     h.tail_config = (f"ProxyBeaconListen 127.0.0.1:{udp}\nProxyBeaconSecret {SECRET}\n"
                      # the lease outlives the test: beaconctl announces --once
                      "ProxyBeaconTimeout 300\n"
-                     "ProxyBeaconBalancer app contexts=/app\n")
+                     f"ProxyBeaconBalancer app contexts={contexts}\n")
     start_receiver(h)
     return h, udp
 

@@ -10,7 +10,7 @@ contexts= the applications it may route, no ProxyPass at all.
 - An application directory moved into webapps/ while Tomcat runs (its
   Host scans every second) is routed within 2 s; moved out, the proxy
   answers 404 itself within 2 s, and a client hitting it meanwhile never
-  gets a 5xx.
+  gets a 5xx, nor a 404 from a Tomcat that no longer has it.
 - A Tomcat stopped by SIGTERM under a client loop fails no request, and
   the proxy takes it out of rotation before its port closes.
 - A wrong secret is a `mac mismatch` at the proxy, and Tomcat's log shows
@@ -31,9 +31,9 @@ import time
 
 import pytest
 
-from beacon_env import SECRET, enabled, start_receiver
-from httpd import free_port, wait_for
-from test_tomcat import STICKY, a_sticky_session, wait_members
+from beacon_env import SECRET, enabled
+from httpd import logged_at, wait_for
+from test_tomcat import a_sticky_session, proxy, wait_members
 from tomcat import APP_PATH, LISTENER_JAR, Tomcat, missing, parse_page
 
 pytestmark = pytest.mark.beacon
@@ -58,9 +58,10 @@ hot.jsp on <%= ManagementFactory.getPlatformMBeanServer().getAttribute(
 def tomcat_factory(httpd_factory, workdir):
     """tomcat_factory(route, listener attributes, quiet=True, key=SECRET,
     auto_deploy=False) -> a Tomcat (not started) whose Listener reads key
-    from conf/beacon.key. At teardown every one is stopped by its pid,
-    before the proxy (which this fixture therefore outlives), and the test
-    fails if one with quiet=True logged SEVERE or WARNING."""
+    from conf/beacon.key. At teardown every one is stopped by its pid
+    while the proxy is still up (this fixture uses httpd_factory, so pytest
+    tears it down first: the Listener's leaving finds its receiver), and
+    the test fails if one with quiet=True logged SEVERE or WARNING."""
     why = missing() or (None if LISTENER_JAR.is_file() else f"{LISTENER_JAR} is not built")
     if why:
         if os.environ.get("BEACON_SKIP_TOMCAT") == "1":
@@ -85,20 +86,6 @@ def tomcat_factory(httpd_factory, workdir):
         t.stop()
     problems = [f"{t.log_path}: {line}" for t in made if t.quiet for line in t.problems()]
     assert not problems, "\n".join(problems)
-
-
-def proxy(httpd_factory, contexts="/app"):
-    """test_tomcat.py's proxy: balancer `app`, sticky on Tomcat's session,
-    allowed `contexts`, no ProxyPass. Returns (started httpd, udp port)."""
-    udp = free_port()
-    h = httpd_factory()
-    h.proxy_config = (f"<Proxy balancer://app>\n    ProxySet growth=4 stickysession={STICKY}\n"
-                      "</Proxy>\n")
-    h.proxypass_config = ""
-    h.tail_config = (f"ProxyBeaconListen 127.0.0.1:{udp}\nProxyBeaconSecret {SECRET}\n"
-                     f"ProxyBeaconBalancer app contexts={contexts}\n")
-    start_receiver(h)
-    return h, udp
 
 
 def listener(udp, **attrs):
@@ -243,7 +230,7 @@ class Watch(threading.Thread):
     def run(self):
         try:
             self._watch()
-        except Exception as e:  # noqa: BLE001 -- reported by the test
+        except Exception as e:  # the test reports it
             self.error = e
 
     def _watch(self):
@@ -292,7 +279,7 @@ def test_a_tomcat_stopped_under_load_fails_no_request_and_leaves_before_its_port
             return routes >= {"t1", "t2"}
         wait_for(both_answered, 10, "both Tomcats answering the client loops")
         watch.start()
-        stopped = time.monotonic()
+        stopped, stopped_wall = time.monotonic(), time.time()
         t1.proc.terminate()  # SIGTERM to the JVM's pid
         t1.proc.wait(30)
         exited = time.monotonic()
@@ -310,6 +297,10 @@ def test_a_tomcat_stopped_under_load_fails_no_request_and_leaves_before_its_port
     timeline = (f"after SIGTERM: draining seen {since(watch.drn)} s, leaving (Dis) seen "
                 f"{since(watch.dis)} s, connect() refused {since(watch.closed)} s, "
                 f"JVM exited {since(exited)} s")
+    said = [f"{logged_at(m) - stopped_wall:.3f} s {m.group(1)}" for m in re.finditer(
+        r"^.*(backend draining|backend leaving|disabled backend) " + re.escape(t1.url) + ".*$",
+        h.error_log(), re.M)]
+    timeline += f"; the proxy's log: {', '.join(said)}"
     print(timeline)
     results = [r for loop in loops for r in loop.results]
     failed = [(round(w - stopped, 3), s, b[:200]) for w, s, b in results if s != 200]

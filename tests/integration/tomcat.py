@@ -117,30 +117,16 @@ new=<%= session.isNew() %>
 # are compiled as /app's are. Once compiled (development=false), a JSP
 # answers from work/ until its context stops, even with its directory
 # gone from webapps/.
-DEPLOYED_WEB_XML = """\
-<?xml version="1.0" encoding="UTF-8"?>
-<web-app xmlns="https://jakarta.ee/xml/ns/jakartaee" version="6.0"
-         metadata-complete="true">
+DEPLOYED_WEB_XML = WEB_XML.replace("</web-app>", """\
   <servlet>
     <servlet-name>default</servlet-name>
     <servlet-class>org.apache.catalina.servlets.DefaultServlet</servlet-class>
-  </servlet>
-  <servlet>
-    <servlet-name>jsp</servlet-name>
-    <servlet-class>org.apache.jasper.servlet.JspServlet</servlet-class>
-    <init-param><param-name>development</param-name><param-value>false</param-value>
-    </init-param>
   </servlet>
   <servlet-mapping>
     <servlet-name>default</servlet-name>
     <url-pattern>/</url-pattern>
   </servlet-mapping>
-  <servlet-mapping>
-    <servlet-name>jsp</servlet-name>
-    <url-pattern>*.jsp</url-pattern>
-  </servlet-mapping>
-</web-app>
-"""
+</web-app>""")
 
 
 def java():
@@ -245,8 +231,8 @@ class Tomcat(ChildProcess):
         """Adds the application directory webapps/<name> (context /<name>)
         with files {relative path: text} and DEPLOYED_WEB_XML: written
         beside webapps/ first, then renamed in, so that the Host's scan
-        never sees it half copied.
-        Returns time.monotonic() right after the rename."""
+        never sees it half copied. Returns time.monotonic() right after
+        the rename."""
         staged = self.base / "staging" / name
         for rel, text in {"WEB-INF/web.xml": DEPLOYED_WEB_XML,
                           "META-INF/context.xml": CONTEXT_XML, **files}.items():
