@@ -97,9 +97,10 @@ def installed(state_files=True):
     state files that name proxy_beacon too."""
     paths = [apxs_libexecdir() / "mod_proxy_beacon.so",
              Path("/usr/local/bin/beaconctl"), Path("/usr/bin/beaconctl"),
-             Path("/lib/systemd/system/beaconctl-send.service"),
-             Path("/usr/local/share/java") / TOMCAT_JAR, Path("/usr/share/java") / TOMCAT_JAR,
-             TOMCAT_LIB / TOMCAT_JAR]
+             Path("/lib/systemd/system/beaconctl-send.service"), TOMCAT_LIB / TOMCAT_JAR]
+    # The jar, and the package's versioned one (beacon-tomcat-VERSION.jar).
+    for java in (Path("/usr/local/share/java"), Path("/usr/share/java")):
+        paths += sorted(java.glob("beacon-tomcat*.jar"))
     for name in ("proxy_beacon.load", "proxy_beacon.conf", "proxy_beacon.load.bak~"):
         paths += [MODS_AVAILABLE / name, MODS_ENABLED / name]
     if state_files:

@@ -137,12 +137,17 @@ def test_contents(debs, tmp_path):
 
 def test_tomcat_package(debs, tmp_path):
     """beacon-tomcat: one jar with the listener's class, for any
-    architecture, linked into tomcat10's lib/ by a relative link, and
-    depending on the Tomcat jars it is compiled against."""
+    architecture, named as the Java policy names a public jar
+    (beacon-tomcat-VERSION.jar, and beacon-tomcat.jar a link to it),
+    linked into tomcat10's lib/ by a relative link, and depending on the
+    Tomcat jars it is compiled against."""
     deb = debs[TOMCAT_PKG]
     assert deb_field(deb, "Architecture") == "all"
     assert "libtomcat10-java" in deb_field(deb, "Depends")
-    assert deb_links(deb) == {JAR_LINK: "../../java/" + TOMCAT_JAR}, deb_links(deb)
+    versioned = f"beacon-tomcat-{changelog_version()}.jar"
+    assert deb_links(deb) == {JAR: versioned, JAR_LINK: "../../java/" + TOMCAT_JAR}, \
+        deb_links(deb)
+    assert "/usr/share/java/" + versioned in deb_files(deb)
     root = deb_extract(deb, tmp_path)
     with zipfile.ZipFile(root / JAR.lstrip("/")) as z:
         names = z.namelist()
@@ -150,7 +155,7 @@ def test_tomcat_package(debs, tmp_path):
     # Its own classes only: Tomcat's are Tomcat's to load.
     assert not [n for n in names if n.endswith(".class")
                 and not n.startswith("modproxybeacon/")], names
-    assert (root / JAR_LINK.lstrip("/")).resolve() == root / JAR.lstrip("/")
+    assert (root / JAR_LINK.lstrip("/")).resolve() == root / "usr/share/java" / versioned
 
 
 def receiver_config(workdir, so, deps):
@@ -215,7 +220,8 @@ def test_install_enable_purge(debs, machine_test, tmp_path):
 
         r = machine.run(["/usr/bin/beaconctl", "--help"], timeout=60)
         assert r.stdout.startswith("usage: beaconctl")
-        assert Path(JAR_LINK).resolve() == Path(JAR), Path(JAR_LINK).resolve()
+        assert Path(JAR_LINK).resolve() == Path(JAR).resolve(), Path(JAR_LINK).resolve()
+        assert Path(JAR).resolve().is_file()
         assert machine.owner(JAR_LINK) == TOMCAT_PKG and machine.owner(JAR) == TOMCAT_PKG
         if machine.have("man"):
             for section, page in (("5", "mod_proxy_beacon"), ("1", "beaconctl")):
