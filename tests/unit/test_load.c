@@ -191,6 +191,43 @@ static void samples_are_clamped_and_time_only_runs_forward(void **state)
     assert_true(beacon_load_average_add(&avg, 1.0, START + MS(9000)) == 0.75);
 }
 
+/* tests/vectors/load.txt, the rows every auto sender (this library, the
+ * Tomcat Listener) must meet: samples averaged, then mapped and written as
+ * lbfactor= writes it. The file's times are relative: START is added, as
+ * an average that has seen no sample is one whose time is 0. */
+static void the_shared_load_vectors_hold(void **state)
+{
+    static const char *const cols[] = {"samples", "lbfactor", "name", NULL};
+    vec_table_t t = load_vectors("load.txt", cols, 10);
+    size_t r;
+
+    (void)state;
+    for (r = 0; r < t.nrows; r++) {
+        const vec_row_t *row = &t.rows[r];
+        beacon_load_average_t avg = {0, 0};
+        char samples[256], buf[BEACON_LBFACTOR_TEXT_MAX], *next, *save = NULL;
+        double u = 0.0;
+
+        assert_true(row->col[0].len < sizeof samples);
+        memcpy(samples, row->col[0].text, row->col[0].len + 1);
+        for (next = strtok_r(samples, ";", &save); next != NULL;
+             next = strtok_r(NULL, ";", &save)) {
+            char *at = strchr(next, '@');
+
+            assert_non_null(at);
+            u = beacon_load_average_add(&avg, strtod(next, NULL),
+                                        START + MS(strtol(at + 1, NULL, 10)));
+        }
+        if (!vec_is(&row->col[1], beacon_lbfactor_format(
+                                      buf, beacon_lbfactor_from_utilization(u)))) {
+            print_error("line %u (%s): %s, expected %s\n", row->line,
+                        row->col[2].text, buf, row->col[1].text);
+            fail();
+        }
+    }
+    vec_free(&t);
+}
+
 static void every_factor_written_parses_back(void **state)
 {
     char buf[BEACON_LBFACTOR_TEXT_MAX];
@@ -216,6 +253,7 @@ int main(void)
         cmocka_unit_test(a_constant_load_gives_a_constant_average),
         cmocka_unit_test(a_step_moves_the_average_over_seconds),
         cmocka_unit_test(samples_are_clamped_and_time_only_runs_forward),
+        cmocka_unit_test(the_shared_load_vectors_hold),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
