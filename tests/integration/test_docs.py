@@ -547,12 +547,21 @@ _JAVA_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
 def java_tags(java_sources):
     """[(tag, file, line)] of every BCN tag in a string literal of
     {name: Java source}: Java's comments and literals are C's."""
+    return [(tag, name, line) for tag, name, line, _ in java_messages(java_sources)]
+
+
+def java_messages(java_sources):
+    """[(tag, file, line, fragment)]: java_tags, with the text that
+    follows "BCNnnnnn: " in its literal, clipped as the docs quote it
+    ("" when the literal ends there)."""
     found = []
     for name, raw in java_sources.items():
         src = strip_comments(raw)
         for lit in _JAVA_STRING.finditer(src):
-            for m in re.finditer(r"\bBCN(\d{5})\b", lit.group(0)):
-                found.append((m.group(1), name, src.count("\n", 0, lit.start()) + 1))
+            text = c_string_value(lit.group(0))
+            for m in re.finditer(r"\bBCN(\d{5})\b(?::[ ]?)?", text):
+                found.append((m.group(1), name, src.count("\n", 0, lit.start()) + 1,
+                              clip(text[m.end():])))
     return found
 
 
@@ -597,12 +606,16 @@ def check_tags(sources, doc_texts, java_sources=None):
 _QUOTED = re.compile(r"\bBCN(\d{5}): ((?:(?!BCN\d{5})[^`|\n]|\n(?![ \t]*\n))*)")
 
 
-def check_quoted_messages(sources, doc_texts):
+def check_quoted_messages(sources, doc_texts, java_sources=None):
     """A tag quoted with its message ("BCN00030: added backend URL ...",
-    as an example of the log) quotes a fragment of that tag's message."""
+    as an example of the log) quotes a fragment of that tag's message;
+    a Listener's tag, the text its literal has after the tag."""
     frags = {}
     for site in log_call_sites(sources):
         frags.setdefault(site.tag, []).extend(site_fragments(site, sources))
+    for tag, _, _, fragment in java_messages(java_sources or {}):
+        if fragment:
+            frags.setdefault(tag, []).append(fragment)
     problems = []
     for doc, text in doc_texts.items():
         for m in _QUOTED.finditer(text):
@@ -1002,7 +1015,7 @@ def test_every_tag_has_exactly_one_call_site():
 
 
 def test_a_tag_quoted_with_its_message_quotes_that_message():
-    problems = check_quoted_messages(adapter_sources(), doc_texts())
+    problems = check_quoted_messages(adapter_sources(), doc_texts(), listener_sources())
     assert not problems, "\n".join(problems)
 
 
@@ -1193,6 +1206,17 @@ def test_self_check_java_tags_reused_and_cited_are_found():
     problems = check_tags({"a.c": 'ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, '
                                   'BCNLOGNO(00030) "x");'}, {}, java)
     assert "BCN00030 is the module's and the Listener's: L.java:8" in problems, problems
+
+
+def test_self_check_a_misquoted_java_tag_is_found():
+    java = {"L.java": SYNTHETIC_JAVA}
+    assert [f for _, _, _, f in java_messages(java)] == [
+        "announcing", "cannot send to", "again", "the module's tag"]
+    good = {"doc": "`BCN00391: cannot send to ADDR: why` and `BCN00390: announcing URL`"}
+    assert not check_quoted_messages({}, good, java)
+    bad = {"doc": "`BCN00391: cannot reach ADDR`"}
+    assert check_quoted_messages({}, bad, java) == [
+        "doc quotes BCN00391 as 'cannot reach ADDR', but its message says ['cannot send to']"]
 
 
 def test_self_check_fragments_of_synthetic_messages():
