@@ -15,10 +15,12 @@
 #   make check-sanitize  the unit tests again under ASan+UBSan, in build-asan/
 #   make bench           run the benchmarks, table also in bench/results/
 #   make demo            a live cluster on 127.0.0.1, about 30 s
-#   make install         apxs -i -a, beaconctl, Debian's a2enmod files
+#   make install         apxs -i -a, beaconctl, Debian's a2enmod files,
+#                        the Tomcat Listener's jar (and its link in Tomcat)
 #   make uninstall       undo make install (scripts/uninstall); idempotent
-#   make deb             Debian packages libapache2-mod-proxy-beacon and
-#                        beacon-tools (debian/), linted, into build-deb/
+#   make deb             Debian packages libapache2-mod-proxy-beacon,
+#                        beacon-tools and beacon-tomcat (debian/), linted,
+#                        into build-deb/
 #   make deps            install the Debian packages all targets need, as
 #                        root (BENCH=1: also make bench's)
 #   make clean
@@ -128,13 +130,19 @@ demo: all
 # apxs -i -a copies the DSO and enables it (Debian's apxs writes
 # mods-available/proxy_beacon.load and runs a2enmod). On Debian ours then
 # replaces that .load, naming the modules a receiver needs so a2enmod
-# enables them too, and adds the commented .conf. The Debian packages
+# enables them too, and adds the commented .conf. The Tomcat Listener's
+# jar (contrib/tomcat, built by CMakeLists.txt) goes to
+# $(PREFIX)/share/java, with a link to it in $(CATALINA_HOME)/lib when
+# that directory exists: Debian's tomcat10 loads every jar there (its
+# common loader reads $${catalina.home}/lib/*.jar). The Debian packages
 # (make deb) install to the same paths: with one of them installed,
 # make install stops rather than overwrite its files.
 APXS       ?= apxs
 PREFIX     ?= /usr/local
 APACHE_ETC ?= /etc/apache2
-DEB_PACKAGES = libapache2-mod-proxy-beacon beacon-tools
+CATALINA_HOME ?= /usr/share/tomcat10
+TOMCAT_JAR  = beacon-tomcat.jar
+DEB_PACKAGES = libapache2-mod-proxy-beacon beacon-tools beacon-tomcat
 
 install: all
 	@for p in $(DEB_PACKAGES); do \
@@ -146,6 +154,15 @@ install: all
 	done
 	$(MAKE) -f apxs.mk BUILD=$(BUILD) install
 	install -D -m 755 $(BUILD)/beaconctl $(DESTDIR)$(PREFIX)/bin/beaconctl
+	install -D -m 644 $(BUILD)/$(TOMCAT_JAR) $(DESTDIR)$(PREFIX)/share/java/$(TOMCAT_JAR)
+	@if [ -d $(DESTDIR)$(CATALINA_HOME)/lib ]; then \
+		ln -sfn $(PREFIX)/share/java/$(TOMCAT_JAR) $(DESTDIR)$(CATALINA_HOME)/lib/$(TOMCAT_JAR) && \
+		echo "install: Tomcat loads $(CATALINA_HOME)/lib/$(TOMCAT_JAR); add the Listener" \
+			"to its server.xml (docs/tomcat.md)"; \
+	else \
+		echo "install: no $(CATALINA_HOME)/lib: copy or link" \
+			"$(PREFIX)/share/java/$(TOMCAT_JAR) into your Tomcat's lib/ (docs/tomcat.md)"; \
+	fi
 	@if [ -d $(APACHE_ETC)/mods-available ]; then \
 		install -m 644 contrib/debian/proxy_beacon.load contrib/debian/proxy_beacon.conf \
 			$(APACHE_ETC)/mods-available/ && a2enmod -q proxy_beacon && \
@@ -157,16 +174,20 @@ install: all
 
 # The reverse of install, in scripts/uninstall (what it removes, and what
 # it leaves: the modules a2enmod enabled for ours, files a package owns).
-# Same overrides as install (APXS, PREFIX, DESTDIR, APACHE_ETC). It builds
-# nothing and checks for no package: it needs only apxs, to find the DSO.
+# Same overrides as install (APXS, PREFIX, DESTDIR, APACHE_ETC,
+# CATALINA_HOME). It builds nothing and checks for no package: it needs
+# only apxs, to find the DSO.
 uninstall:
 	@APXS='$(APXS)' PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' \
-		APACHE_ETC='$(APACHE_ETC)' sh scripts/uninstall
+		APACHE_ETC='$(APACHE_ETC)' CATALINA_HOME='$(CATALINA_HOME)' \
+		sh scripts/uninstall
 
 # ---- Debian packages ------------------------------------------------------
 # libapache2-mod-proxy-beacon (the module, its .load/.conf for a2enmod,
-# mod_proxy_beacon(5)) and beacon-tools (beaconctl, beaconctl(1), the
-# systemd unit for beaconctl send), built by debian/rules with the
+# mod_proxy_beacon(5)), beacon-tools (beaconctl, beaconctl(1), the
+# systemd unit for beaconctl send) and beacon-tomcat (Architecture: all,
+# the Tomcat Listener's jar in /usr/share/java, linked into Debian's
+# tomcat10's lib/), built by debian/rules with the
 # project's own build (cmake, apxs.mk), into $(DEB_BUILD)/: the .debs, the
 # .changes and .buildinfo. dpkg-buildpackage writes its results next to
 # the tree it builds, so it builds a copy of this one made in
@@ -175,7 +196,7 @@ uninstall:
 # the unit and CLI tests unless DEB_BUILD_OPTIONS=nocheck (about 30 s
 # more). dpkg-buildpackage gets a make environment of its own, as on a
 # build machine, not this make's MAKEFLAGS. lintian then checks the
-# .changes and both .debs and fails the target on an error; warnings are
+# .changes and the .debs and fails the target on an error; warnings are
 # printed (LINTIAN= skips it).
 DEB_BUILD   ?= build-deb
 LINTIAN     ?= lintian --fail-on error

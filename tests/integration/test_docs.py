@@ -15,7 +15,9 @@ README.md is the entry point; the manual is docs/, one subject a page.
 (c) Tags: every BCN tag is used at exactly one call site, every log call
     at DEBUG or above carries one, the docs cite no tag that does not
     exist, and a tag quoted with its message ("BCN00030: added backend
-    ...") quotes that tag's message.
+    ...") quotes that tag's message. The Tomcat Listener's tags (Java,
+    contrib/tomcat/src/main/java: a string literal that holds the tag)
+    count too: each in one literal, none a tag of the module's.
 (d) The wire format: docs/wire-format.md, the contract, shows exactly
     the announcement vectors of tests/vectors/ (each under its secret, in
     the same order), the passphrase's key and the first SipHash vector as
@@ -70,6 +72,14 @@ def read(path):
 def adapter_sources():
     """{name: text} of the module's C files, where the log calls are."""
     return {p.name: read(p) for p in sorted((REPO / "src").glob("*.c"))}
+
+
+LISTENER_JAVA = REPO / "contrib" / "tomcat" / "src" / "main" / "java"
+
+
+def listener_sources():
+    """{path: text} of the Tomcat Listener's Java files (its log calls)."""
+    return {str(p.relative_to(REPO)): read(p) for p in sorted(LISTENER_JAVA.rglob("*.java"))}
 
 
 # ---------------------------------------------------------------------------
@@ -531,12 +541,45 @@ _LEVEL_TAGGED = ("APLOG_EMERG", "APLOG_ALERT", "APLOG_CRIT", "APLOG_ERR",
                  "APLOG_WARNING", "APLOG_NOTICE", "APLOG_INFO", "APLOG_DEBUG")
 
 
-def check_tags(sources, doc_texts):
+_JAVA_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
+
+
+def java_tags(java_sources):
+    """[(tag, file, line)] of every BCN tag in a string literal of
+    {name: Java source}: Java's comments and literals are C's."""
+    return [(tag, name, line) for tag, name, line, _ in java_messages(java_sources)]
+
+
+def java_messages(java_sources):
+    """[(tag, file, line, fragment)]: java_tags, with the text that
+    follows "BCNnnnnn: " in its literal, clipped as the docs quote it
+    ("" when the literal ends there)."""
+    found = []
+    for name, raw in java_sources.items():
+        src = strip_comments(raw)
+        for lit in _JAVA_STRING.finditer(src):
+            text = c_string_value(lit.group(0))
+            for m in re.finditer(r"\bBCN(\d{5})\b(?::[ ]?)?", text):
+                found.append((m.group(1), name, src.count("\n", 0, lit.start()) + 1,
+                              clip(text[m.end():])))
+    return found
+
+
+def check_tags(sources, doc_texts, java_sources=None):
     """One call site per tag; a tag on every log call at DEBUG or above;
-    no tag cited in doc_texts ({name: text}) that the code lacks."""
+    no tag cited in doc_texts ({name: text}) that the code lacks. The
+    Listener's Java tags (java_sources): each in one literal, none the
+    module's."""
     problems = []
     sites = log_call_sites(sources)
     counts = Counter(s.tag for s in sites)
+    jtags = java_tags(java_sources or {})
+    for tag, n in sorted(Counter(tag for tag, _, _ in jtags).items()):
+        where = ", ".join(f"{f}:{ln}" for t, f, ln in jtags if t == tag)
+        if n > 1:
+            problems.append(f"BCN{tag} is used in {n} Java literals: {where}")
+        if tag in counts:
+            problems.append(f"BCN{tag} is the module's and the Listener's: {where}")
     for tag, n in sorted(counts.items()):
         if n > 1:
             where = ", ".join(f"{s.file}:{s.line}" for s in sites if s.tag == tag)
@@ -553,8 +596,9 @@ def check_tags(sources, doc_texts):
                     t.text == "BCNLOGNO" for arg in args for t in arg):
                 problems.append(f"{name}:{src.count(chr(10), 0, m.start()) + 1}: "
                                 f"a log call at {level} without a BCNLOGNO tag")
+    known = set(counts) | {tag for tag, _, _ in jtags}
     for doc, text in doc_texts.items():
-        for tag in sorted(set(re.findall(r"\bBCN(\d{5})\b", text)) - set(counts)):
+        for tag in sorted(set(re.findall(r"\bBCN(\d{5})\b", text)) - known):
             problems.append(f"{doc} cites BCN{tag}, which no call site uses")
     return problems
 
@@ -562,12 +606,16 @@ def check_tags(sources, doc_texts):
 _QUOTED = re.compile(r"\bBCN(\d{5}): ((?:(?!BCN\d{5})[^`|\n]|\n(?![ \t]*\n))*)")
 
 
-def check_quoted_messages(sources, doc_texts):
+def check_quoted_messages(sources, doc_texts, java_sources=None):
     """A tag quoted with its message ("BCN00030: added backend URL ...",
-    as an example of the log) quotes a fragment of that tag's message."""
+    as an example of the log) quotes a fragment of that tag's message;
+    a Listener's tag, the text its literal has after the tag."""
     frags = {}
     for site in log_call_sites(sources):
         frags.setdefault(site.tag, []).extend(site_fragments(site, sources))
+    for tag, _, _, fragment in java_messages(java_sources or {}):
+        if fragment:
+            frags.setdefault(tag, []).append(fragment)
     problems = []
     for doc, text in doc_texts.items():
         for m in _QUOTED.finditer(text):
@@ -962,12 +1010,12 @@ def test_every_log_fragment_and_drop_reason_is_on_the_troubleshooting_page():
 
 
 def test_every_tag_has_exactly_one_call_site():
-    problems = check_tags(adapter_sources(), doc_texts())
+    problems = check_tags(adapter_sources(), doc_texts(), listener_sources())
     assert not problems, "\n".join(problems)
 
 
 def test_a_tag_quoted_with_its_message_quotes_that_message():
-    problems = check_quoted_messages(adapter_sources(), doc_texts())
+    problems = check_quoted_messages(adapter_sources(), doc_texts(), listener_sources())
     assert not problems, "\n".join(problems)
 
 
@@ -1130,6 +1178,45 @@ static void run(server_rec *s, struct x *r, int n)
     ap_log_error(APLOG_MARK, APLOG_TRACE1, 0, s, "trace lines need no tag");
 }
 '''
+
+
+SYNTHETIC_JAVA = r'''
+final class L {
+    // BCN00399 in a comment is no tag
+    void start() {
+        log.info("BCN00390: announcing " + url);
+        log.warning("BCN00391: cannot send to " + addr);
+        log.severe("BCN00390: again");
+        log.info("BCN00030: the module's tag");
+    }
+}
+'''
+
+
+def test_self_check_java_tags_reused_and_cited_are_found():
+    c_sources = {"synthetic.c": SYNTHETIC_C}
+    java = {"L.java": SYNTHETIC_JAVA}
+    assert [t for t, _, _ in java_tags(java)] == ["00390", "00391", "00390", "00030"]
+    docs = {"doc": "BCN00391 and BCN00399 and BCN00392"}
+    problems = check_tags(c_sources, docs, java)
+    assert "BCN00390 is used in 2 Java literals: L.java:5, L.java:7" in problems, problems
+    assert "doc cites BCN00392, which no call site uses" in problems, problems
+    assert "doc cites BCN00399, which no call site uses" in problems, "a comment is no tag"
+    assert not any("BCN00391" in p for p in problems), problems
+    problems = check_tags({"a.c": 'ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, '
+                                  'BCNLOGNO(00030) "x");'}, {}, java)
+    assert "BCN00030 is the module's and the Listener's: L.java:8" in problems, problems
+
+
+def test_self_check_a_misquoted_java_tag_is_found():
+    java = {"L.java": SYNTHETIC_JAVA}
+    assert [f for _, _, _, f in java_messages(java)] == [
+        "announcing", "cannot send to", "again", "the module's tag"]
+    good = {"doc": "`BCN00391: cannot send to ADDR: why` and `BCN00390: announcing URL`"}
+    assert not check_quoted_messages({}, good, java)
+    bad = {"doc": "`BCN00391: cannot reach ADDR`"}
+    assert check_quoted_messages({}, bad, java) == [
+        "doc quotes BCN00391 as 'cannot reach ADDR', but its message says ['cannot send to']"]
 
 
 def test_self_check_fragments_of_synthetic_messages():

@@ -31,7 +31,11 @@ MODS_AVAILABLE = APACHE_ETC / "mods-available"
 MODS_ENABLED = APACHE_ETC / "mods-enabled"
 STATE_DIR = Path("/var/lib/apache2/module")
 POLICY_RC_D = Path("/usr/sbin/policy-rc.d")
-PACKAGES = ("libapache2-mod-proxy-beacon", "beacon-tools")
+PACKAGES = ("libapache2-mod-proxy-beacon", "beacon-tools", "beacon-tomcat")
+# The Tomcat Listener's jar: make install's, the package's, and the link
+# to either in Debian's tomcat10 (CATALINA_HOME's lib/).
+TOMCAT_JAR = "beacon-tomcat.jar"
+TOMCAT_LIB = Path("/usr/share/tomcat10/lib")
 LOCK_PATH = Path("/run/lock/mod_proxy_beacon-packaging.lock")
 
 
@@ -93,7 +97,10 @@ def installed(state_files=True):
     state files that name proxy_beacon too."""
     paths = [apxs_libexecdir() / "mod_proxy_beacon.so",
              Path("/usr/local/bin/beaconctl"), Path("/usr/bin/beaconctl"),
-             Path("/lib/systemd/system/beaconctl-send.service")]
+             Path("/lib/systemd/system/beaconctl-send.service"), TOMCAT_LIB / TOMCAT_JAR]
+    # The jar, and the package's versioned one (beacon-tomcat-VERSION.jar).
+    for java in (Path("/usr/local/share/java"), Path("/usr/share/java")):
+        paths += sorted(java.glob("beacon-tomcat*.jar"))
     for name in ("proxy_beacon.load", "proxy_beacon.conf", "proxy_beacon.load.bak~"):
         paths += [MODS_AVAILABLE / name, MODS_ENABLED / name]
     if state_files:

@@ -13,7 +13,8 @@ receiver configured in a standalone file that loads the module from
 where the package put it, with the modules its .load says it depends on;
 make install refuses to run over the packages and make uninstall leaves
 their files alone; beaconctl --help from /usr/bin, the manual pages found
-by man; then
+by man, the Tomcat Listener's jar linked into Debian's tomcat10's lib/;
+then
 apt-get purge, after which no file of the packages is left, a2enmod's
 state neither, and the machine's own `apache2ctl -t` is as it was. The
 purge runs whatever happens, and the machine_test fixture disables the
@@ -23,14 +24,18 @@ modules a2enmod enabled for ours, as they were before.
 import os
 import re
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
 
 import machine
-from machine import MODS_AVAILABLE, MODS_ENABLED, PACKAGES, REPO
+from machine import MODS_AVAILABLE, MODS_ENABLED, PACKAGES, REPO, TOMCAT_JAR, TOMCAT_LIB
 
-MODULE_PKG, TOOLS_PKG = PACKAGES
+MODULE_PKG, TOOLS_PKG, TOMCAT_PKG = PACKAGES
+JAR = f"/usr/share/java/{TOMCAT_JAR}"
+JAR_LINK = str(TOMCAT_LIB / TOMCAT_JAR)
+LISTENER_CLASS = "modproxybeacon/tomcat/BeaconListener.class"
 SECRET = "hex:000102030405060708090a0b0c0d0e0f"
 # What each package must hold (more is fine: docs, changelog, copyright).
 EXPECTED = {
@@ -41,7 +46,11 @@ EXPECTED = {
     TOOLS_PKG: ["/usr/bin/beaconctl",
                 "/lib/systemd/system/beaconctl-send.service",
                 "/usr/share/man/man1/beaconctl.1.gz"],
+    # The jar, and the link Debian's tomcat10 loads it by.
+    TOMCAT_PKG: [JAR, JAR_LINK],
 }
+# The packages built for this machine's architecture; the others are "all".
+ARCH_ANY = (MODULE_PKG, TOOLS_PKG)
 APT = ["apt-get", "-y", "-q", "-o", "DPkg::Lock::Timeout=300"]
 BUILD = os.environ.get("BEACON_BUILD", "build")
 
@@ -66,7 +75,8 @@ def debs(tmp_path_factory):
         print(f"\nmake deb: {time.monotonic() - started:.0f} s; {lint}")
     arch = machine.run(["dpkg", "--print-architecture"], timeout=60).stdout.strip()
     version = changelog_version()
-    found = {p: out / f"{p}_{version}_{arch}.deb" for p in PACKAGES}
+    found = {p: out / f"{p}_{version}_{arch if p in ARCH_ANY else 'all'}.deb"
+             for p in PACKAGES}
     for path in found.values():
         assert path.is_file(), f"{path} was not built"
     return found
@@ -79,9 +89,26 @@ def deb_files(deb):
             for line in listing.splitlines()}
 
 
-def deb_file_text(deb, path, tmp_path):
+def deb_links(deb):
+    """{absolute path: target} of the symbolic links a .deb installs."""
+    listing = machine.run(["dpkg-deb", "-c", str(deb)], timeout=60).stdout
+    return {name.lstrip("."): target
+            for name, _, target in (line.split(None, 5)[5].partition(" -> ")
+                                    for line in listing.splitlines()
+                                    if line.startswith("l"))}
+
+
+def deb_extract(deb, tmp_path):
     machine.run(["dpkg-deb", "-x", str(deb), str(tmp_path)], timeout=60)
-    return (tmp_path / path.lstrip("/")).read_text()
+    return tmp_path
+
+
+def deb_file_text(deb, path, tmp_path):
+    return (deb_extract(deb, tmp_path) / path.lstrip("/")).read_text()
+
+
+def deb_field(deb, field):
+    return machine.run(["dpkg-deb", "-f", str(deb), field], timeout=60).stdout.strip()
 
 
 def test_version_matches_changes():
@@ -104,9 +131,31 @@ def test_contents(debs, tmp_path):
                          tmp_path / "tools")
     assert "\nExecStart=/usr/bin/beaconctl send " in unit
     assert "/usr/local/" not in unit.split("[Unit]", 1)[1]
-    depends = machine.run(["dpkg-deb", "-f", str(debs[MODULE_PKG]), "Depends"],
-                          timeout=60).stdout
+    depends = deb_field(debs[MODULE_PKG], "Depends")
     assert "apache2-api-" in depends, depends
+
+
+def test_tomcat_package(debs, tmp_path):
+    """beacon-tomcat: one jar with the listener's class, for any
+    architecture, named as the Java policy names a public jar
+    (beacon-tomcat-VERSION.jar, and beacon-tomcat.jar a link to it),
+    linked into tomcat10's lib/ by a relative link, and depending on the
+    Tomcat jars it is compiled against."""
+    deb = debs[TOMCAT_PKG]
+    assert deb_field(deb, "Architecture") == "all"
+    assert "libtomcat10-java" in deb_field(deb, "Depends")
+    versioned = f"beacon-tomcat-{changelog_version()}.jar"
+    assert deb_links(deb) == {JAR: versioned, JAR_LINK: "../../java/" + TOMCAT_JAR}, \
+        deb_links(deb)
+    assert "/usr/share/java/" + versioned in deb_files(deb)
+    root = deb_extract(deb, tmp_path)
+    with zipfile.ZipFile(root / JAR.lstrip("/")) as z:
+        names = z.namelist()
+    assert LISTENER_CLASS in names, names
+    # Its own classes only: Tomcat's are Tomcat's to load.
+    assert not [n for n in names if n.endswith(".class")
+                and not n.startswith("modproxybeacon/")], names
+    assert (root / JAR_LINK.lstrip("/")).resolve() == root / "usr/share/java" / versioned
 
 
 def receiver_config(workdir, so, deps):
@@ -171,6 +220,9 @@ def test_install_enable_purge(debs, machine_test, tmp_path):
 
         r = machine.run(["/usr/bin/beaconctl", "--help"], timeout=60)
         assert r.stdout.startswith("usage: beaconctl")
+        assert Path(JAR_LINK).resolve() == Path(JAR).resolve(), Path(JAR_LINK).resolve()
+        assert Path(JAR).resolve().is_file()
+        assert machine.owner(JAR_LINK) == TOMCAT_PKG and machine.owner(JAR) == TOMCAT_PKG
         if machine.have("man"):
             for section, page in (("5", "mod_proxy_beacon"), ("1", "beaconctl")):
                 path = Path(f"/usr/share/man/man{section}/{page}.{section}.gz")

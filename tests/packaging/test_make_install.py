@@ -5,21 +5,25 @@ The Makefile's own targets, as a user runs them, with the build tree
 `make check` used (BEACON_BUILD, default build/). make install runs
 twice: the second time apxs renames the first's proxy_beacon.load to
 proxy_beacon.load.bak~, which make uninstall must remove too. Then:
-`apache2ctl -M` lists proxy_beacon_module, `apache2ctl -t` passes; after
-make uninstall none of the files is left, a2enmod's state file neither,
-`apache2ctl -M` no longer lists the module and `apache2ctl -t` passes as
-it did before; a second make uninstall finds nothing and succeeds. The
+`apache2ctl -M` lists proxy_beacon_module, `apache2ctl -t` passes, the
+Tomcat Listener's jar is in /usr/local/share/java with the listener's
+class, and linked from Debian's tomcat10's lib/ when that exists; after
+make uninstall none of the files is left, the jar and its link included,
+nor a2enmod's state file, `apache2ctl -M` no longer lists the module and
+`apache2ctl -t` passes as it did before; a second make uninstall finds nothing and succeeds. The
 modules a2enmod enabled for ours are disabled again by the fixture
 (machine_test), which checks the machine is as it was.
 """
 
 import os
+import zipfile
 from pathlib import Path
 
 import machine
-from machine import MODS_AVAILABLE, MODS_ENABLED, REPO
+from machine import MODS_AVAILABLE, MODS_ENABLED, REPO, TOMCAT_JAR, TOMCAT_LIB
 
 BUILD = os.environ.get("BEACON_BUILD", "build")
+LISTENER_CLASS = "modproxybeacon/tomcat/BeaconListener.class"
 
 
 def loaded_modules():
@@ -47,6 +51,14 @@ def test_install_then_uninstall(machine_test):
         assert ok, out
         r = machine.run(["/usr/local/bin/beaconctl", "--help"], timeout=60)
         assert r.stdout.startswith("usage: beaconctl")
+        jar = Path("/usr/local/share/java") / TOMCAT_JAR
+        with zipfile.ZipFile(jar) as z:
+            assert LISTENER_CLASS in z.namelist(), z.namelist()
+        link = TOMCAT_LIB / TOMCAT_JAR
+        if TOMCAT_LIB.is_dir():
+            assert link.is_symlink() and link.resolve() == jar, link
+        else:
+            assert not link.exists() and not link.is_symlink()
 
         r = machine.make("uninstall")
         print(r.stdout)

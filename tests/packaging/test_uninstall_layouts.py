@@ -6,6 +6,9 @@ No root and nothing outside the directory: `apxs` is a stub that answers
 fake /etc/apache2 and /var/lib/apache2 (a2enmod(8): APACHE_CONFDIR,
 APACHE_STATE_DIRECTORY). What is checked is what make install left:
 
+  Both:   the Tomcat Listener's jar under DESTDIR+PREFIX/share/java and
+          its link in DESTDIR+CATALINA_HOME/lib (another jar there stays,
+          and a file of the link's name that is no link is left alone).
   Debian: the DSO, beaconctl under DESTDIR+PREFIX, proxy_beacon.load,
           .conf and apxs's .load.bak~ in mods-available, the links in
           mods-enabled, a2enmod's state file; a module whose .load
@@ -56,8 +59,14 @@ def uninstall(root, apxs, apache_etc, **env):
                         APACHE_STATE_DIRECTORY=str(root / "state"), **env)
 
 
+JAR = "dest/usr/local/share/java/beacon-tomcat.jar"
+JAR_LINK = "dest/usr/share/tomcat10/lib/beacon-tomcat.jar"
+OTHER_JAR = "dest/usr/share/tomcat10/lib/catalina.jar"
+
+
 def common_files(root):
-    """The DSO and beaconctl, as make install puts them."""
+    """The DSO, beaconctl, the jar and its link (CATALINA_HOME's default,
+    /usr/share/tomcat10, under DESTDIR), as make install puts them."""
     (root / "modules").mkdir()
     (root / "modules" / "mod_proxy_beacon.so").write_bytes(b"\x7fELF")
     (root / "modules" / "mod_other.so").write_bytes(b"\x7fELF")
@@ -65,6 +74,11 @@ def common_files(root):
     bindir.mkdir(parents=True)
     (bindir / "beaconctl").write_bytes(b"#!")
     (bindir / "other-tool").write_bytes(b"#!")
+    (root / JAR).parent.mkdir(parents=True)
+    (root / JAR).write_bytes(b"PK")
+    (root / OTHER_JAR).parent.mkdir(parents=True)
+    (root / OTHER_JAR).write_bytes(b"PK")
+    (root / JAR_LINK).symlink_to("/usr/local/share/java/beacon-tomcat.jar")
 
 
 @pytest.fixture
@@ -100,7 +114,7 @@ def test_debian_layout(debian_tree):
     r = uninstall(root, apxs, etc)
     print(r.stdout)
     left = installed_files(root)
-    gone = ["modules/mod_proxy_beacon.so", "dest/usr/local/bin/beaconctl",
+    gone = ["modules/mod_proxy_beacon.so", "dest/usr/local/bin/beaconctl", JAR, JAR_LINK,
             "etc/apache2/mods-available/proxy_beacon.load",
             "etc/apache2/mods-available/proxy_beacon.conf",
             "etc/apache2/mods-available/proxy_beacon.load.bak~",
@@ -110,7 +124,7 @@ def test_debian_layout(debian_tree):
             "state/module/enabled_by_admin/proxy_beacon"]
     assert not set(gone) & set(left), r.stdout
     # Everything else is untouched: other modules, files and state.
-    kept = ["modules/mod_other.so", "dest/usr/local/bin/other-tool",
+    kept = ["modules/mod_other.so", "dest/usr/local/bin/other-tool", OTHER_JAR,
             "etc/apache2/mods-available/beacon_addon.load",
             "state/module/enabled_by_admin/proxy"]
     kept += [f"etc/apache2/mods-{d}/{m}.load" for m in DEPS for d in ("available", "enabled")]
@@ -171,12 +185,27 @@ def test_httpd_layout(tmp_path):
     assert stat.S_IMODE(os.stat(conf).st_mode) == 0o640
     assert f"removed from {conf}: LoadModule proxy_beacon_module" in r.stdout
     left = installed_files(tmp_path)
-    assert "modules/mod_proxy_beacon.so" not in left
-    assert "dest/usr/local/bin/beaconctl" not in left
-    assert {"modules/mod_other.so", "dest/usr/local/bin/other-tool"} <= set(left)
+    assert not {"modules/mod_proxy_beacon.so", "dest/usr/local/bin/beaconctl", JAR,
+                JAR_LINK} & set(left), r.stdout
+    assert {"modules/mod_other.so", "dest/usr/local/bin/other-tool", OTHER_JAR} <= set(left)
 
     again = uninstall(tmp_path, apxs, no_debian)
     assert "uninstall: nothing to remove" in again.stdout, again.stdout
+
+
+def test_a_jar_copied_by_hand_is_left_alone(tmp_path):
+    """A file where make install puts its link was copied there by hand
+    (or by another tool): uninstall says so and keeps it; the jar in
+    share/java still goes."""
+    common_files(tmp_path)
+    link = tmp_path / JAR_LINK
+    link.unlink()
+    link.write_bytes(b"PK")
+    apxs = fake_apxs(tmp_path, tmp_path / "conf")
+    r = uninstall(tmp_path, apxs, tmp_path / "no-such-etc")
+    assert f"left {link} alone: a file, not the link make install makes" in r.stdout, r.stdout
+    assert link.read_bytes() == b"PK"
+    assert not (tmp_path / JAR).exists()
 
 
 def test_no_apxs(tmp_path):
