@@ -281,7 +281,7 @@ public final class BeaconListener implements LifecycleListener, ContainerListene
     private boolean cannotAnnounce(String path) {
         String why = Wire.contextProblem(path);
         if (why != null) {
-            log.error("BCN00309: context " + path + " is not announced: its path " + why);
+            log.error("BCN00316: context " + path + " is not announced: its path " + why);
         }
         return why != null;
     }
