@@ -82,6 +82,12 @@ const char *beacon_key_read_file_as(apr_pool_t *p, const char *path,
                                     apr_finfo_t *info);
 
 
+/* A key as the secret that gives it: "hex:" and 32 lower-case hex digits,
+ * NUL-terminated (what beaconctl keygen and derive-key print). */
+#define BEACON_KEY_TEXT_SIZE (4 + 2 * BEACON_KEY_LEN + 1)
+void beacon_key_format(const beacon_key_t *key,
+                       char out[BEACON_KEY_TEXT_SIZE]);
+
 /* Zeroes a key so that freed memory keeps no key material. */
 void beacon_key_wipe(beacon_key_t *key);
 

@@ -216,6 +216,20 @@ int beacon_member_key_derive(const beacon_key_t *master, const char *svc,
     return 0;
 }
 
+void beacon_key_format(const beacon_key_t *key,
+                       char out[BEACON_KEY_TEXT_SIZE])
+{
+    static const char digits[] = "0123456789abcdef";
+    apr_size_t i;
+
+    memcpy(out, HEX_PREFIX, HEX_PREFIX_LEN);
+    for (i = 0; i < BEACON_KEY_LEN; i++) {
+        out[HEX_PREFIX_LEN + 2 * i] = digits[key->bytes[i] >> 4];
+        out[HEX_PREFIX_LEN + 2 * i + 1] = digits[key->bytes[i] & 0xf];
+    }
+    out[HEX_PREFIX_LEN + 2 * BEACON_KEY_LEN] = '\0';
+}
+
 /* Digit value + 1, so that the zero default marks a non-hex byte. A table:
  * the receiver reads 32 hex digits per datagram, forged ones included. */
 static const unsigned char hex_plus_one[256] = {
