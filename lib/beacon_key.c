@@ -190,7 +190,7 @@ int beacon_member_key_derive(const beacon_key_t *master, const char *svc,
      * datagram always fit */
     unsigned char buf[1 + MEMBER_LABEL_LEN + 1 + BEACON_MAX_DATAGRAM + 1];
     apr_size_t n = 1 + MEMBER_LABEL_LEN + 1;
-    beacon_key_t derived; /* out may be master */
+    unsigned char derived[BEACON_KEY_LEN]; /* out may be master */
 
     if (svc_len > BEACON_MAX_DATAGRAM ||
         url_len > BEACON_MAX_DATAGRAM - svc_len) {
@@ -208,11 +208,11 @@ int beacon_member_key_derive(const beacon_key_t *master, const char *svc,
     }
     /* apr_siphash24_auth writes each tag as LE64 */
     buf[0] = 0x01;
-    beacon_mac(master, buf, n, derived.bytes);
+    beacon_mac(master, buf, n, derived);
     buf[0] = 0x02;
-    beacon_mac(master, buf, n, derived.bytes + BEACON_MAC_LEN);
-    *out = derived;
-    beacon_wipe(&derived, sizeof(derived));
+    beacon_mac(master, buf, n, derived + BEACON_MAC_LEN);
+    memcpy(out->bytes, derived, sizeof(derived));
+    beacon_wipe(derived, sizeof(derived));
     return 0;
 }
 
