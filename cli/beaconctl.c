@@ -8,6 +8,7 @@
  *   listen   print what a receiver would decide for each datagram
  *   sign     print one signed datagram (scripts, test vectors)
  *   keygen   print a new random secret
+ *   derive-key  print a member's key, derived from the master
  *
  * Protocol decisions are libbeacon's (include/beacon.h); this tool parses
  * options, moves datagrams and prints. The secret is never taken from the
@@ -116,6 +117,23 @@ static const command_t commands[] = {
      "the operating system's random source. Use one secret for\n"
      "ProxyBeaconSecret on the proxies and for all their senders.",
      keygen_options, run_keygen},
+    {"derive-key",
+     "--url URL [--service NAME]\n"
+     "[--secret-file FILE | --secret-exec COMMAND]",
+     "Prints the key of one member, derived from a master for the\n"
+     "member's service and canonical url (wire format, version 1.3:\n"
+     "member keys; the receiver's derive mode is not yet implemented in\n"
+     "this release). The secret read is the master: hex: and 32 hex\n"
+     "digits; a passphrase is refused. Two lines:\n"
+     "  hex:<32 hex digits>     the member's key\n"
+     "  <canonical url>         the url it is derived for\n"
+     "The first line is a secret file as it is: give it to the member as\n"
+     "its secret (ProxyBeaconSecret, --secret-file, the Tomcat Listener's\n"
+     "secret), never the master. The member must announce exactly that\n"
+     "url and service: a url is canonicalized as the receiver does it\n"
+     "(https://App.Example.com:443/ is https://app.example.com), and one\n"
+     "the receiver would refuse is refused here.",
+     derive_options, run_derive},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static const command_t *find_command(const char *name)
@@ -144,7 +162,8 @@ static void print_help(void)
           "  drain     announce draining for a while, then leaving\n"
           "  listen    print what a proxy would decide for each datagram\n"
           "  sign      print one signed datagram\n"
-          "  keygen    print a new random secret\n\n"
+          "  keygen    print a new random secret\n"
+          "  derive-key print a member's key, derived from a master\n\n"
           "The secret (the proxy's ProxyBeaconSecret: hex: and 32 hex digits,\n"
           "or a passphrase of at least 16 bytes) is read from the first line\n"
           "of --secret-file FILE, or of what --secret-exec COMMAND prints, or\n"
@@ -198,7 +217,8 @@ int main(int argc, const char *const *argv)
     }
     take_secret_env(p); /* before anything else can start or show */
     if (argc < 2) {
-        fail(EXIT_USAGE, "no command given: send, drain, listen, sign or keygen "
+        fail(EXIT_USAGE, "no command given: send, drain, listen, sign, keygen or "
+             "derive-key "
              "(see beaconctl --help)");
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||

@@ -115,6 +115,10 @@ typedef struct {
  */
 void load_key(apr_pool_t *p, const secret_arg_t *arg, beacon_key_t *key);
 
+/* The same for a master (derive-key): hex: only, a passphrase is a
+ * configuration error (libbeacon's BEACON_KEY_USE_MASTER). */
+void load_master(apr_pool_t *p, const secret_arg_t *arg, beacon_key_t *key);
+
 /* --secret-file or --secret-exec, as an option loop meets it, into *arg;
  * given both, or one twice, is a usage error. */
 void take_secret_arg(secret_arg_t *arg, int optch, const char *value);
@@ -212,6 +216,7 @@ extern const option_t listen_options[];
 extern const option_t sign_options[];
 extern const option_t drain_options[];
 extern const option_t keygen_options[];
+extern const option_t derive_options[];
 
 /* "usage: beaconctl NAME ...", the description and the options. */
 void print_command_help(const command_t *cmd);
@@ -423,5 +428,7 @@ int run_keygen(apr_pool_t *p, const command_t *cmd, int argc,
                const char *const *argv);
 int run_drain(apr_pool_t *p, const command_t *cmd, int argc,
               const char *const *argv);
+int run_derive(apr_pool_t *p, const command_t *cmd, int argc,
+               const char *const *argv);
 
 #endif /* BEACONCTL_CLI_H */

@@ -279,9 +279,10 @@ void take_secret_env(apr_pool_t *p)
 }
 
 /* A --secret-file FILE: its I/O message names the path already. */
-static void key_from_file(apr_pool_t *p, const char *file, beacon_key_t *key)
+static void key_from_file(apr_pool_t *p, const char *file,
+                          beacon_key_use_t use, beacon_key_t *key)
 {
-    const char *err = beacon_key_read_file(p, file, key, NULL);
+    const char *err = beacon_key_read_file_as(p, file, use, key, NULL);
 
     if (err && names_path(err, file)) {
         fail(EXIT_USAGE, "--secret-file: %s", err);
@@ -292,10 +293,11 @@ static void key_from_file(apr_pool_t *p, const char *file, beacon_key_t *key)
 }
 
 static void key_from_exec(apr_pool_t *p, const char *what,
-                          const char *command, beacon_key_t *key)
+                          const char *command, beacon_key_use_t use,
+                          beacon_key_t *key)
 {
-    const char *err = beacon_key_exec(p, command, BEACON_SECRET_EXEC_LIMIT,
-                                      key);
+    const char *err = beacon_key_exec_as(p, command, BEACON_SECRET_EXEC_LIMIT,
+                                         use, key);
 
     if (err) {
         fail(EXIT_USAGE, "%s: %s", what, err);
@@ -306,7 +308,8 @@ static void key_from_exec(apr_pool_t *p, const char *what,
  * BEACON_SECRET read as ProxyBeaconSecret reads its value (libbeacon's
  * beacon_secret_source): the secret itself, file:PATH or exec:PATH.
  */
-static void key_from_env(apr_pool_t *p, beacon_key_t *key)
+static void key_from_env(apr_pool_t *p, beacon_key_use_t use,
+                         beacon_key_t *key)
 {
     beacon_secret_source_t source;
     const char *rest, *err;
@@ -318,13 +321,13 @@ static void key_from_env(apr_pool_t *p, beacon_key_t *key)
     }
     err = beacon_secret_source(env_secret, &source, &rest);
     if (err == NULL && source == BEACON_SECRET_FILE) {
-        err = beacon_key_read_file(p, rest, key, NULL);
+        err = beacon_key_read_file_as(p, rest, use, key, NULL);
     }
     else if (err == NULL && source == BEACON_SECRET_EXEC) {
-        key_from_exec(p, SECRET_ENV, rest, key);
+        key_from_exec(p, SECRET_ENV, rest, use, key);
     }
     else if (err == NULL) {
-        err = beacon_key_parse(rest, key);
+        err = beacon_key_parse_as(rest, use, key);
     }
     if (err) {
         fail(EXIT_USAGE, SECRET_ENV ": %s", err);
@@ -342,15 +345,26 @@ void take_secret_arg(secret_arg_t *arg, int optch, const char *value)
     arg->exec = optch == OPT_SECRET_EXEC;
 }
 
-void load_key(apr_pool_t *p, const secret_arg_t *arg, beacon_key_t *key)
+static void load_secret(apr_pool_t *p, const secret_arg_t *arg,
+                        beacon_key_use_t use, beacon_key_t *key)
 {
     if (arg == NULL || arg->text == NULL) {
-        key_from_env(p, key);
+        key_from_env(p, use, key);
     }
     else if (arg->exec) {
-        key_from_exec(p, "--secret-exec", arg->text, key);
+        key_from_exec(p, "--secret-exec", arg->text, use, key);
     }
     else {
-        key_from_file(p, arg->text, key);
+        key_from_file(p, arg->text, use, key);
     }
+}
+
+void load_key(apr_pool_t *p, const secret_arg_t *arg, beacon_key_t *key)
+{
+    load_secret(p, arg, BEACON_KEY_USE_MAC, key);
+}
+
+void load_master(apr_pool_t *p, const secret_arg_t *arg, beacon_key_t *key)
+{
+    load_secret(p, arg, BEACON_KEY_USE_MASTER, key);
 }

@@ -6,7 +6,6 @@
  */
 
 #include <stdio.h>
-#include <string.h>
 
 #include <apr_general.h>
 
@@ -19,32 +18,25 @@ const option_t keygen_options[] = {
 int run_keygen(apr_pool_t *p, const command_t *cmd, int argc,
                const char *const *argv)
 {
-    static const char hex[] = "0123456789abcdef";
-    unsigned char bytes[BEACON_KEY_LEN];
-    char text[4 + 2 * BEACON_KEY_LEN + 1];
+    char text[BEACON_KEY_TEXT_SIZE];
+    beacon_key_t key;
     apr_status_t rv;
     char ebuf[120];
     const char *arg;
     opts_t o;
-    int i;
 
     opts_init(&o, p, cmd, argc, argv);
     while (opts_next(&o, NULL, &arg) != 0) {
         /* --help only; it exits */
     }
-    rv = apr_generate_random_bytes(bytes, sizeof(bytes));
+    rv = apr_generate_random_bytes(key.bytes, sizeof(key.bytes));
     if (rv != APR_SUCCESS) {
         fail(EXIT_RUNTIME, "no random bytes from the operating system: %s",
              errstr(rv, ebuf, sizeof(ebuf)));
     }
-    memcpy(text, "hex:", 4);
-    for (i = 0; i < BEACON_KEY_LEN; i++) {
-        text[4 + 2 * i] = hex[bytes[i] >> 4];
-        text[4 + 2 * i + 1] = hex[bytes[i] & 0xf];
-    }
-    text[sizeof(text) - 1] = '\0';
+    beacon_key_format(&key, text);
     printf("%s\n", text);
-    beacon_wipe(bytes, sizeof(bytes));
+    beacon_key_wipe(&key);
     beacon_wipe(text, sizeof(text));
     flush_stdout();
     return 0;

@@ -33,6 +33,22 @@ typedef struct {
 const char *beacon_key_parse(const char *secret, beacon_key_t *key);
 
 /*
+ * What a secret is for. A key signs and verifies datagrams (hex: or a
+ * passphrase). A master is what member keys are derived from
+ * (beacon_member_key_derive): hex: only, a passphrase is refused, since
+ * SHA-1 of a text is open to guessing offline and a master mints every
+ * member's key. Each reader of a secret below has an _as form that takes
+ * the use; the plain form reads a key.
+ */
+typedef enum {
+    BEACON_KEY_USE_MAC = 0,
+    BEACON_KEY_USE_MASTER
+} beacon_key_use_t;
+
+const char *beacon_key_parse_as(const char *secret, beacon_key_use_t use,
+                                beacon_key_t *key);
+
+/*
  * The secret-file rule, the same for ProxyBeaconSecret file:/path and
  * beaconctl --secret-file: the secret is the file's first line, up to its
  * LF (or the end of the file), one CR right before that end dropped. The line
@@ -48,6 +64,8 @@ const char *beacon_key_parse(const char *secret, beacon_key_t *key);
 #define BEACON_SECRET_READ_MAX (BEACON_SECRET_LINE_MAX + 2) /* + CR LF */
 const char *beacon_key_parse_file(const char *buf, apr_size_t len,
                                   beacon_key_t *key);
+const char *beacon_key_parse_file_as(const char *buf, apr_size_t len,
+                                     beacon_key_use_t use, beacon_key_t *key);
 
 /*
  * Reads path and applies the rule: the file's bytes never outlive the
@@ -59,7 +77,16 @@ const char *beacon_key_parse_file(const char *buf, apr_size_t len,
  */
 const char *beacon_key_read_file(apr_pool_t *p, const char *path,
                                  beacon_key_t *key, apr_finfo_t *info);
+const char *beacon_key_read_file_as(apr_pool_t *p, const char *path,
+                                    beacon_key_use_t use, beacon_key_t *key,
+                                    apr_finfo_t *info);
 
+
+/* A key as the secret that gives it: "hex:" and 32 lower-case hex digits,
+ * NUL-terminated (what beaconctl keygen and derive-key print). */
+#define BEACON_KEY_TEXT_SIZE (4 + 2 * BEACON_KEY_LEN + 1)
+void beacon_key_format(const beacon_key_t *key,
+                       char out[BEACON_KEY_TEXT_SIZE]);
 
 /* Zeroes a key so that freed memory keeps no key material. */
 void beacon_key_wipe(beacon_key_t *key);
@@ -70,6 +97,25 @@ void beacon_wipe(void *p, apr_size_t len);
 /* The 8-byte SipHash-2-4 tag of buf[0..len) under key. */
 void beacon_mac(const beacon_key_t *key, const void *buf, apr_size_t len,
                 unsigned char mac[BEACON_MAC_LEN]);
+
+/*
+ * A member's key (wire format, version 1.3: member keys), derived from a
+ * master for the service svc[0..svc_len) (empty: a member that sends no
+ * svc=) and the member's canonical url url[0..url_len):
+ *
+ *   L   = "beacon-member-v1" 0x00 SVC 0x00 URL
+ *   key = LE64(SipHash-2-4(master, 0x01 || L)) ||
+ *         LE64(SipHash-2-4(master, 0x02 || L))
+ *
+ * The bytes are taken as given: whether the url is canonical is the
+ * caller's check (beacon_url_is_canonical). No allocation; svc and url
+ * together may hold up to BEACON_MAX_DATAGRAM bytes (any two fields of one
+ * datagram). Returns 0 with *out set (out may be master), or -1 when they
+ * hold more (*out untouched).
+ */
+int beacon_member_key_derive(const beacon_key_t *master, const char *svc,
+                             apr_size_t svc_len, const char *url,
+                             apr_size_t url_len, beacon_key_t *out);
 
 #ifdef __cplusplus
 }

@@ -56,6 +56,10 @@ const char *beacon_secret_source(const char *value,
  */
 const char *beacon_key_exec(apr_pool_t *p, const char *command,
                             apr_interval_time_t limit, beacon_key_t *key);
+/* The same for a secret of the given use (beacon_key_use_t). */
+const char *beacon_key_exec_as(apr_pool_t *p, const char *command,
+                               apr_interval_time_t limit,
+                               beacon_key_use_t use, beacon_key_t *key);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,13 @@ extern "C" {
 const char *beacon_url_canonicalize(const char *url, apr_size_t len, char *out,
                                     apr_size_t outsize);
 
+/*
+ * Whether url[0..len) is in canonical form: accepted by
+ * beacon_url_canonicalize, which gives back exactly these bytes. A member
+ * key is derived from this form only, so that one member has one key.
+ */
+int beacon_url_is_canonical(const char *url, apr_size_t len);
+
 #ifdef __cplusplus
 }
 #endif

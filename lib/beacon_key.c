@@ -1,6 +1,9 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
-/* The secret: ProxyBeaconSecret's forms, the secret-file rule, the MAC. */
+/*
+ * The secret: ProxyBeaconSecret's forms, the secret-file rule, the MAC,
+ * and a member's key derived from a master (wire format, version 1.3).
+ */
 
 #include <string.h>
 
@@ -19,7 +22,8 @@
 #define STRINGIFY(x) #x
 #define DECIMAL(x) STRINGIFY(x)
 
-const char *beacon_key_parse(const char *secret, beacon_key_t *key)
+const char *beacon_key_parse_as(const char *secret, beacon_key_use_t use,
+                                beacon_key_t *key)
 {
     beacon_key_t parsed;
     apr_size_t len;
@@ -49,6 +53,12 @@ const char *beacon_key_parse(const char *secret, beacon_key_t *key)
         unsigned char digest[APR_SHA1_DIGESTSIZE];
         apr_sha1_ctx_t sha;
 
+        if (use == BEACON_KEY_USE_MASTER) {
+            /* SHA-1 of a text is open to guessing offline, and a master
+             * minted every member's key */
+            return "a master must be hex: and 32 hex digits; a passphrase "
+                   "is refused for a master";
+        }
         if (len < MIN_PASSPHRASE_LEN) {
             return "a passphrase secret must be at least 16 bytes "
                    "(or use hex: and 32 hex digits)";
@@ -66,8 +76,13 @@ const char *beacon_key_parse(const char *secret, beacon_key_t *key)
     return NULL;
 }
 
-const char *beacon_key_parse_file(const char *buf, apr_size_t len,
-                                  beacon_key_t *key)
+const char *beacon_key_parse(const char *secret, beacon_key_t *key)
+{
+    return beacon_key_parse_as(secret, BEACON_KEY_USE_MAC, key);
+}
+
+const char *beacon_key_parse_file_as(const char *buf, apr_size_t len,
+                                     beacon_key_use_t use, beacon_key_t *key)
 {
     char line[BEACON_SECRET_LINE_MAX + 1];
     const char *lf = len ? memchr(buf, '\n', len) : NULL;
@@ -91,9 +106,15 @@ const char *beacon_key_parse_file(const char *buf, apr_size_t len,
     }
     memcpy(line, buf, n);
     line[n] = '\0';
-    err = beacon_key_parse(line, key);
+    err = beacon_key_parse_as(line, use, key);
     beacon_wipe(line, sizeof(line));
     return err;
+}
+
+const char *beacon_key_parse_file(const char *buf, apr_size_t len,
+                                  beacon_key_t *key)
+{
+    return beacon_key_parse_file_as(buf, len, BEACON_KEY_USE_MAC, key);
 }
 
 static const char *io_error(apr_pool_t *p, const char *path, apr_status_t rv)
@@ -104,8 +125,9 @@ static const char *io_error(apr_pool_t *p, const char *path, apr_status_t rv)
                         apr_strerror(rv, msg, sizeof(msg)));
 }
 
-const char *beacon_key_read_file(apr_pool_t *p, const char *path,
-                                 beacon_key_t *key, apr_finfo_t *info)
+const char *beacon_key_read_file_as(apr_pool_t *p, const char *path,
+                                    beacon_key_use_t use, beacon_key_t *key,
+                                    apr_finfo_t *info)
 {
     char buf[BEACON_SECRET_READ_MAX];
     apr_size_t len = 0;
@@ -130,9 +152,15 @@ const char *beacon_key_read_file(apr_pool_t *p, const char *path,
     if (info) {
         *info = finfo;
     }
-    err = beacon_key_parse_file(buf, len, key);
+    err = beacon_key_parse_file_as(buf, len, use, key);
     beacon_wipe(buf, sizeof(buf));
     return err;
+}
+
+const char *beacon_key_read_file(apr_pool_t *p, const char *path,
+                                 beacon_key_t *key, apr_finfo_t *info)
+{
+    return beacon_key_read_file_as(p, path, BEACON_KEY_USE_MAC, key, info);
 }
 
 void beacon_key_wipe(beacon_key_t *key)
@@ -144,6 +172,62 @@ void beacon_mac(const beacon_key_t *key, const void *buf, apr_size_t len,
                 unsigned char mac[BEACON_MAC_LEN])
 {
     apr_siphash24_auth(mac, buf, len, key->bytes);
+}
+
+/* A member's key: L = MEMBER_LABEL 0x00 SVC 0x00 URL, and the two
+ * SipHash-2-4 calls on 0x01 || L and 0x02 || L. */
+#define MEMBER_LABEL "beacon-member-v1"
+#define MEMBER_LABEL_LEN (sizeof(MEMBER_LABEL) - 1)
+
+_Static_assert(2 * BEACON_MAC_LEN == BEACON_KEY_LEN,
+               "a member key is two SipHash-2-4 tags");
+
+int beacon_member_key_derive(const beacon_key_t *master, const char *svc,
+                             apr_size_t svc_len, const char *url,
+                             apr_size_t url_len, beacon_key_t *out)
+{
+    /* 0x01 or 0x02, then L: no allocation, and svc and url of one
+     * datagram always fit */
+    unsigned char buf[1 + MEMBER_LABEL_LEN + 1 + BEACON_MAX_DATAGRAM + 1];
+    apr_size_t n = 1 + MEMBER_LABEL_LEN + 1;
+    unsigned char derived[BEACON_KEY_LEN]; /* out may be master */
+
+    if (svc_len > BEACON_MAX_DATAGRAM ||
+        url_len > BEACON_MAX_DATAGRAM - svc_len) {
+        return -1;
+    }
+    memcpy(buf + 1, MEMBER_LABEL, MEMBER_LABEL_LEN + 1); /* and its NUL */
+    if (svc_len > 0) {
+        memcpy(buf + n, svc, svc_len);
+        n += svc_len;
+    }
+    buf[n++] = 0x00;
+    if (url_len > 0) {
+        memcpy(buf + n, url, url_len);
+        n += url_len;
+    }
+    /* apr_siphash24_auth writes each tag as LE64 */
+    buf[0] = 0x01;
+    beacon_mac(master, buf, n, derived);
+    buf[0] = 0x02;
+    beacon_mac(master, buf, n, derived + BEACON_MAC_LEN);
+    memcpy(out->bytes, derived, sizeof(derived));
+    beacon_wipe(derived, sizeof(derived));
+    return 0;
+}
+
+void beacon_key_format(const beacon_key_t *key,
+                       char out[BEACON_KEY_TEXT_SIZE])
+{
+    static const char digits[] = "0123456789abcdef";
+    apr_size_t i;
+
+    memcpy(out, HEX_PREFIX, HEX_PREFIX_LEN);
+    for (i = 0; i < BEACON_KEY_LEN; i++) {
+        out[HEX_PREFIX_LEN + 2 * i] = digits[key->bytes[i] >> 4];
+        out[HEX_PREFIX_LEN + 2 * i + 1] = digits[key->bytes[i] & 0xf];
+    }
+    out[HEX_PREFIX_LEN + 2 * BEACON_KEY_LEN] = '\0';
 }
 
 /* Digit value + 1, so that the zero default marks a non-hex byte. A table:

@@ -66,8 +66,9 @@ const char *beacon_secret_source(const char *value,
     return NULL;
 }
 
-const char *beacon_key_exec(apr_pool_t *p, const char *command,
-                            apr_interval_time_t limit, beacon_key_t *key)
+const char *beacon_key_exec_as(apr_pool_t *p, const char *command,
+                               apr_interval_time_t limit,
+                               beacon_key_use_t use, beacon_key_t *key)
 {
     char buf[BEACON_SECRET_READ_MAX];
     apr_size_t len = 0;
@@ -85,9 +86,15 @@ const char *beacon_key_exec(apr_pool_t *p, const char *command,
     if (err == NULL && (len == 0 || buf[0] == '\n' || buf[0] == '\r')) {
         err = apr_psprintf(p, "exec: %s printed no secret", argv[0]);
     }
-    if (err == NULL && (err = beacon_key_parse_file(buf, len, key)) != NULL) {
+    if (err == NULL && (err = beacon_key_parse_file_as(buf, len, use, key)) != NULL) {
         err = apr_psprintf(p, "exec: what %s prints: %s", argv[0], err);
     }
     beacon_wipe(buf, sizeof(buf));
     return err;
+}
+
+const char *beacon_key_exec(apr_pool_t *p, const char *command,
+                            apr_interval_time_t limit, beacon_key_t *key)
+{
+    return beacon_key_exec_as(p, command, limit, BEACON_KEY_USE_MAC, key);
 }

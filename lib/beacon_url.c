@@ -313,3 +313,11 @@ const char *beacon_url_canonicalize(const char *url, apr_size_t len, char *out,
     }
     return write_origin(scheme, host, port, out, outsize);
 }
+
+int beacon_url_is_canonical(const char *url, apr_size_t len)
+{
+    char out[BEACON_URL_MAX];
+
+    return beacon_url_canonicalize(url, len, out, sizeof(out)) == NULL &&
+           strlen(out) == len && memcmp(out, url, len) == 0;
+}

@@ -1015,6 +1015,8 @@ OPTIONS = {
              "--ctx", "--route", "--lbfactor", "--state", "--secret-file",
              "--secret-exec", "--help"],
     "keygen": ["--help"],
+    "derive-key": ["--url", "--service", "--secret-file", "--secret-exec",
+                   "--help"],
 }
 
 

@@ -94,6 +94,34 @@ def parse_secret_file(content: bytes) -> bytes:
     return parse_key(line)
 
 
+MEMBER_LABEL = b"beacon-member-v1"
+
+
+def parse_master(secret) -> bytes:
+    """A master (version 1.3, member keys) -> its 16 bytes: `hex:` and 32
+    hex digits only; a passphrase is refused."""
+    raw = secret if isinstance(secret, bytes) else secret.encode()
+    if not raw.startswith(b"hex:"):
+        raise ValueError("a master must be hex: and 32 hex digits")
+    return parse_key(raw)
+
+
+def member_key(master, svc, url) -> bytes:
+    """A member's 16-byte key, from docs/wire-format.md, "Version 1.3":
+    L = "beacon-member-v1" 0x00 svc 0x00 url, and the key is the two
+    SipHash-2-4 tags of 0x01 || L and 0x02 || L under the master, each as
+    its 8 little-endian bytes. master is a `hex:` string or 16 bytes; svc
+    and url are str or bytes (svc empty for a member without svc=), url
+    the canonical url, taken as given."""
+    k = master if isinstance(master, bytes) and len(master) == 16 else parse_master(master)
+    svc = svc.encode() if isinstance(svc, str) else bytes(svc)
+    url = url.encode() if isinstance(url, str) else bytes(url)
+    label = MEMBER_LABEL + b"\x00" + svc + b"\x00" + url
+    first = siphash24(k, b"\x01" + label)
+    second = siphash24(k, b"\x02" + label)
+    return struct.pack("<QQ", first, second)
+
+
 def _as_key(key) -> bytes:
     return key if isinstance(key, bytes) else parse_key(key)
 

@@ -25,6 +25,10 @@ README.md is the entry point; the manual is docs/, one subject a page.
     lib/beacon_wire.c; README.md's "Where to read on" links it, and README
     shows no vector the data files lack. Nothing reads outside the
     repository: the spec a clone cannot see is no spec.
+    Its "Version 1.3: member keys" section shows member keys and
+    datagrams of tests/vectors/member-keys.txt only, at least one row
+    whole (master, url, key, datagram), links the file, and names the
+    label lib/beacon_key.c and beacon_wire.py derive with.
 (e) The manual holds together: every relative link and #anchor in
     README.md and docs/*.md resolves; README.md stays under 300 lines,
     shows `make demo` and `make check`, and its "Where to read on" links
@@ -866,6 +870,46 @@ def check_sip_vectors(shown, data, where, complete):
     return problems
 
 
+MEMBER_KEYS_SECTION = "Version 1.3: member keys (derive mode)"
+KEY_C = REPO / "lib" / "beacon_key.c"
+
+
+def member_key_rows(directory=VECTORS):
+    return bw.read_vectors("member-keys.txt",
+                           ["master", "service", "url", "key", "datagram", "name"], directory)
+
+
+def check_member_keys(doc, rows, key_c):
+    """Problems with what the member-key section shows against the rows
+    of member-keys.txt and the label of lib/beacon_key.c."""
+    where = f"docs/wire-format.md's '{MEMBER_KEYS_SECTION}'"
+    section = md_section(doc, MEMBER_KEYS_SECTION)
+    if not section:
+        return [f"docs/wire-format.md has no section '{MEMBER_KEYS_SECTION}'"]
+    datagrams = re.findall(r"^[ \t]+(BEACON [^\n]*?)[ \t]*$", section, re.M)
+    keys = set(re.findall(r"`([0-9a-f]{32})`", section))
+    masters = set(re.findall(r"`(hex:[0-9a-f]{32})`", section))
+    by_datagram = {r["datagram"].decode(): r for r in rows}
+    problems = [f"{where} shows {dg}, which tests/vectors/member-keys.txt does not hold"
+                for dg in datagrams if dg not in by_datagram]
+    problems += [f"{where} shows the key {k}, which no row of tests/vectors/member-keys.txt has"
+                 for k in sorted(keys - {r["key"].decode() for r in rows})]
+    whole = [dg for dg in datagrams if dg in by_datagram
+             and by_datagram[dg]["key"].decode() in keys
+             and by_datagram[dg]["master"].decode() in masters
+             and f"`{by_datagram[dg]['url'].decode()}`" in section]
+    if not whole:
+        problems.append(f"{where} shows no row whole (master, url, key and datagram)")
+    if "(../tests/vectors/member-keys.txt)" not in section:
+        problems.append(f"{where} does not link tests/vectors/member-keys.txt")
+    label = re.search(r'#define MEMBER_LABEL "([^"]*)"', key_c)
+    for name, value in (("lib/beacon_key.c", label.group(1) if label else None),
+                        ("beacon_wire.py", bw.MEMBER_LABEL.decode())):
+        if f'`"{value}"' not in section:
+            problems.append(f"{where} does not show the label {name} derives with ({value})")
+    return problems
+
+
 def check_reasons_named(doc, wire_c):
     """Every drop reason's log fragment, in backquotes, in the wire format."""
     reasons = drop_reasons(wire_c)
@@ -1050,6 +1094,11 @@ def test_readme_is_the_short_entry_point_and_links_every_page():
 def test_wire_format_doc_shows_the_vectors_of_tests_vectors():
     problems = check_vectors(read(WIRE_DOC), data_vectors(), "docs/wire-format.md",
                              complete=True)
+    assert not problems, "\n".join(problems)
+
+
+def test_wire_format_doc_shows_member_keys_of_tests_vectors():
+    problems = check_member_keys(read(WIRE_DOC), member_key_rows(), read(KEY_C))
     assert not problems, "\n".join(problems)
 
 
@@ -1278,6 +1327,34 @@ def test_self_check_changed_data_files_are_found(tmp_path):
     path.write_text(path.read_text().replace("mac=a343ce9488dc383e", "mac=a343ce9488dc383f"))
     problems = check_vectors(read(WIRE_DOC), data_vectors(tmp_path), "doc", complete=True)
     assert any("a343ce9488dc383e" in p for p in problems), problems
+
+
+def test_self_check_a_changed_member_key_or_datagram_is_found(tmp_path):
+    doc, rows, key_c = read(WIRE_DOC), member_key_rows(), read(KEY_C)
+    shop = next(r for r in rows if r["service"] == b"shop")
+    key, mac = shop["key"].decode(), shop["datagram"].decode()[-16:]
+    assert f"`{key}`" in doc and mac in doc
+    changed = doc.replace(key, key[:-1] + ("0" if key[-1] != "0" else "1"))
+    assert any("shows the key" in p for p in check_member_keys(changed, rows, key_c))
+    changed = doc.replace(mac, mac[:-1] + ("0" if mac[-1] != "0" else "1"))
+    problems = check_member_keys(changed, rows, key_c)
+    assert any("member-keys.txt does not hold" in p for p in problems), problems
+    assert any("no row whole" in p for p in problems), problems
+    unlinked = doc.replace("(../tests/vectors/member-keys.txt)", "(member-keys.txt)")
+    assert any("does not link" in p for p in check_member_keys(unlinked, rows, key_c))
+    relabelled = key_c.replace('"beacon-member-v1"', '"beacon-member-v2"')
+    assert relabelled != key_c
+    assert any("lib/beacon_key.c derives with (beacon-member-v2)" in p
+               for p in check_member_keys(doc, rows, relabelled))
+    gone = doc.replace("## " + MEMBER_KEYS_SECTION, "## Member keys")
+    assert check_member_keys(gone, rows, key_c) == [
+        f"docs/wire-format.md has no section '{MEMBER_KEYS_SECTION}'"]
+    # a data file whose key changed no longer matches the page
+    for f in VECTORS.glob("*.txt"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    path = tmp_path / "member-keys.txt"
+    path.write_text(path.read_text().replace(key, key[::-1]))
+    assert check_member_keys(doc, member_key_rows(tmp_path), key_c)
 
 
 def test_self_check_a_readme_vector_the_data_lacks_is_found():

@@ -120,6 +120,65 @@ def test_each_secret_file_gives_its_key_or_is_refused():
 
 
 # ---------------------------------------------------------------------------
+# Member keys (version 1.3)
+
+MEMBER_KEYS = rows("member-keys.txt", "master", "service", "url", "key", "datagram", "name")
+URLS = rows("urls.txt", "url", "canonical", "name")
+
+
+def test_member_key_rows_cover_what_a_sender_may_get_wrong():
+    names = [r["name"] for r in MEMBER_KEYS]
+    services = {r["service"] for r in MEMBER_KEYS}
+    urls = [r["url"] for r in MEMBER_KEYS]
+    assert len(MEMBER_KEYS) >= 6
+    assert b"" in services and len(services - {b""}) >= 2, services
+    assert any(u.startswith(b"http://[") for u in urls), "an IPv6 url"
+    assert any(len(u) >= 260 for u in urls), "a long url"
+    assert len({r["master"] for r in MEMBER_KEYS}) >= 2, "two masters"
+    assert any(len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == 1
+               for a in urls for b in urls), "two urls one byte apart"
+    assert len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("row", MEMBER_KEYS, ids=lambda r: f"line{r['line']}")
+def test_member_key_is_derived_from_master_service_and_url(row):
+    key = bw.member_key(row["master"], row["service"], row["url"])
+    assert key.hex().encode() == row["key"], row["name"].decode()
+
+
+@pytest.mark.parametrize("row", MEMBER_KEYS, ids=lambda r: f"line{r['line']}")
+def test_member_datagram_is_signed_with_its_key_and_names_its_member(row):
+    key = bytes.fromhex(row["key"].decode())
+    fields = fields_of(row["datagram"])
+    assert bw.sign(fields, key) == row["datagram"]
+    got = dict(fields)
+    assert got["url"].encode() == row["url"]
+    assert got.get("svc", "").encode() == row["service"]
+    # nor does it verify under the master, or any other row's key
+    body, mac = split_mac(row["datagram"])
+    others = [bytes.fromhex(r["key"].decode()) for r in MEMBER_KEYS if r is not row]
+    for other in others + [bw.parse_master(row["master"])]:
+        assert bw.tag_hex(other, body) != mac
+
+
+@pytest.mark.parametrize("row", MEMBER_KEYS, ids=lambda r: f"line{r['line']}")
+def test_member_url_is_the_canonical_form_urls_txt_gives(row):
+    """A key is derived for the url as the receiver writes it: where
+    urls.txt has the url as an input, it is its own canonical form (the
+    C unit test checks every row with the receiver's own rule)."""
+    shown = {r["url"]: r["canonical"] for r in URLS}
+    assert shown.get(row["url"], row["url"]) == row["url"]
+
+
+def test_member_key_input_is_unambiguous():
+    master = "hex:00112233445566778899aabbccddeeff"
+    assert bw.member_key(master, "shop", "http://h") != bw.member_key(master, "sho", "phttp://h")
+    assert bw.member_key(master, "", "http://h") != bw.member_key(master, "shop", "http://h")
+    with pytest.raises(ValueError):
+        bw.member_key("a-long-random-shared-cluster-secret", "", "http://h")
+
+
+# ---------------------------------------------------------------------------
 # The receiver's drop table: its macs are what they claim to be
 
 SIGNED_REASONS = {b"ok", b"duplicate field", b"bad ts", b"bad field", b"stale ts",

@@ -234,6 +234,52 @@ static void refusals_say_which_limit_or_scheme(void **state)
     }
 }
 
+/*
+ * beacon_url_is_canonical, the form a member key is derived for: a row's
+ * url is canonical exactly when it is accepted and is its own canonical
+ * form; every canonical column is. An exact-length copy: len is obeyed.
+ */
+static int canonical_guarded(const char *url, size_t len)
+{
+    guarded_t g = guarded_copy(url, len);
+    int yes = beacon_url_is_canonical(g.buf, len);
+
+    guarded_free(&g);
+    return yes;
+}
+
+static void is_canonical_agrees_with_the_table(void **state)
+{
+    vec_table_t t = load_urls();
+    size_t i, canonical = 0, not_canonical = 0;
+
+    (void)state;
+    for (i = 0; i < t.nrows; i++) {
+        const vec_row_t *r = &t.rows[i];
+        const vec_field_t *in = &r->col[URL_IN], *out = &r->col[URL_CANONICAL];
+        int refused = vec_is(out, "refused");
+        int want = !refused && in->len == out->len &&
+                   memcmp(in->text, out->text, in->len) == 0;
+
+        if (canonical_guarded(in->text, in->len) != want) {
+            print_error("case: %s: is_canonical says %d\n",
+                        r->col[URL_NAME].text, !want);
+        }
+        assert_int_equal(canonical_guarded(in->text, in->len), want);
+        if (!refused) {
+            assert_true(canonical_guarded(out->text, out->len));
+        }
+        canonical += (size_t)want;
+        not_canonical += (size_t)!want;
+    }
+    assert_true(canonical >= 10 && not_canonical >= 30);
+    /* a prefix of a canonical url is not it, nor is it with a byte more */
+    assert_false(beacon_url_is_canonical("http://h:80", 9));
+    assert_true(beacon_url_is_canonical("http://h:8080", 13));
+    assert_false(beacon_url_is_canonical("http://h:8080/", 14));
+    vec_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +289,7 @@ int main(void)
         cmocka_unit_test(only_len_bytes_are_read),
         cmocka_unit_test(len_is_honoured_in_an_unterminated_buffer),
         cmocka_unit_test(refusals_say_which_limit_or_scheme),
+        cmocka_unit_test(is_canonical_agrees_with_the_table),
     };
 
     return cmocka_run_group_tests_name("url", tests, NULL, NULL);
