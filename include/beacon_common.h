@@ -74,6 +74,8 @@ typedef enum {
     BEACON_DROP_REPLAYED_TS,      /* "replayed/reordered ts" */
     BEACON_DROP_TABLE_FULL,       /* "member table full" */
     BEACON_DROP_URL_NOT_ALLOWED,  /* "url not allowed" (beacon_reach_t) */
+    BEACON_DROP_URL_NOT_CANONICAL, /* "url not canonical" (member keys) */
+    BEACON_DROP_REVOKED,          /* "revoked" (beacon_ring_revoke) */
     BEACON_REASON_COUNT
 } beacon_reason_t;
 

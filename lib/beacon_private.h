@@ -65,6 +65,25 @@ const char *beacon_each_entry(const char *list, apr_size_t len,
                               beacon_entry_fn *add, void *ctx,
                               beacon_span_t *bad);
 
+/*
+ * The steps of beacon_verify, for beacon_verify_ring (beacon_ring.c):
+ * steps 1 and 2 (*signed_len is where " mac=" starts; clears out's
+ * diagnostics), step 3 under one key, steps 4 and 5 once a MAC matched.
+ */
+beacon_reason_t beacon_check_frame(const char *buf, apr_size_t len,
+                                   apr_size_t *signed_len,
+                                   beacon_datagram_t *out);
+int beacon_mac_matches(const char *buf, apr_size_t signed_len,
+                       const beacon_key_t *key);
+beacon_reason_t beacon_check_fields(const char *buf, apr_size_t signed_len,
+                                    apr_time_t now, apr_interval_time_t max_skew,
+                                    beacon_datagram_t *out);
+
+/* The first svc= and url= values of a well-framed signed part (ptr NULL
+ * when absent), unparsed and untrusted: read before the MAC. */
+void beacon_first_tokens(const char *buf, apr_size_t signed_len,
+                         beacon_span_t *svc, beacon_span_t *url);
+
 /* A macro's value as a string literal, for static messages that name a
  * bound ("more than " BEACON_STR(BEACON_ALLOW_MAX_ENTRIES) " entries"). */
 #define BEACON_STR_(x) #x

@@ -2,15 +2,18 @@
 
 /*
  * The key ring of a receiver with many services (wire format 1.2, key
- * selection): the default keys and each service's own. Filled at
- * configuration time; on the datagram path only read, by a hash lookup
- * of the svc= bytes, so that a datagram costs the same however many
- * services there are. Verification itself is beacon_wire.c's.
+ * selection; 1.3, member keys): the default keys and each service's own,
+ * masters among them, and the revoked member urls. Filled at
+ * configuration time; on the datagram path only read, by hash lookups of
+ * the svc= and url= bytes, so that a datagram costs the same however
+ * many services and revocations there are. The steps of verification
+ * are beacon_wire.c's; which keys, and in which order, is decided here.
  */
 
 #include <string.h>
 
 #include "beacon.h"
+#include "beacon_private.h"
 
 #define NO_INDEX (-1)
 
@@ -42,6 +45,7 @@ void beacon_ring_init(beacon_ring_t *ring, const beacon_key_t *keys,
     }
     for (i = 0; i < BEACON_RING_BUCKETS; i++) {
         ring->bucket[i] = NO_INDEX;
+        ring->revoked_bucket[i] = NO_INDEX;
     }
 }
 
@@ -118,16 +122,35 @@ const beacon_key_t *beacon_ring_keys(const beacon_ring_t *ring, int service,
     return s->keys;
 }
 
-/* Whether the key sets of a and b (indexes or -1) have a key in common. */
+/* The masters mask of the keys beacon_ring_keys gives for set. */
+static unsigned masters_of(const beacon_ring_t *ring, int set)
+{
+    if (set < 0 || (unsigned)set >= ring->nservices ||
+        ring->service[set].nkeys == 0) {
+        return ring->masters;
+    }
+    return ring->service[set].masters;
+}
+
+static int is_master(unsigned masters, unsigned i)
+{
+    return (masters >> i) & 1u;
+}
+
+/* Whether the key sets of a and b (indexes or -1) have a key in common:
+ * the same bytes, but for a master in both (its member keys name the
+ * service). */
 static int share(const beacon_ring_t *ring, int a, int b)
 {
     unsigned na, nb, i, j;
     const beacon_key_t *ka = beacon_ring_keys(ring, a, &na);
     const beacon_key_t *kb = beacon_ring_keys(ring, b, &nb);
+    unsigned ma = masters_of(ring, a), mb = masters_of(ring, b);
 
     for (i = 0; i < na; i++) {
         for (j = 0; j < nb; j++) {
-            if (memcmp(&ka[i], &kb[j], sizeof(ka[i])) == 0) {
+            if (memcmp(&ka[i], &kb[j], sizeof(ka[i])) == 0 &&
+                !(is_master(ma, i) && is_master(mb, j))) {
                 return 1;
             }
         }
@@ -154,4 +177,184 @@ int beacon_ring_shared_key(const beacon_ring_t *ring, int *a, int *b)
         }
     }
     return 0;
+}
+
+void beacon_ring_set_masters(beacon_ring_t *ring, int set, unsigned masters)
+{
+    unsigned all = (1u << BEACON_MAX_KEYS) - 1;
+
+    if (set == BEACON_SERVICE_DEFAULT) {
+        ring->masters = masters & all;
+    }
+    else if (set >= 0 && (unsigned)set < ring->nservices) {
+        ring->service[set].masters = masters & all;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Revocation                                                          */
+
+static int is_set(const beacon_ring_t *ring, int set)
+{
+    return set == BEACON_RING_EVERY_SET || set == BEACON_SERVICE_DEFAULT ||
+           (set >= 0 && (unsigned)set < ring->nservices);
+}
+
+/* The entry of canonical url[0..len) revoked in exactly set, or NULL. */
+static const beacon_ring_revoked_t *revoked_entry(const beacon_ring_t *ring,
+                                                  int set, const char *url,
+                                                  apr_size_t len)
+{
+    apr_uint32_t hash = name_hash(url, len);
+    apr_int16_t i;
+
+    for (i = ring->revoked_bucket[hash & (BEACON_RING_BUCKETS - 1)];
+         i != NO_INDEX; i = ring->revoked[i].next) {
+        const beacon_ring_revoked_t *r = &ring->revoked[i];
+
+        if (r->hash == hash && r->set == set && r->len == len &&
+            memcmp(r->url, url, len) == 0) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+const char *beacon_ring_revoke(beacon_ring_t *ring, int set, const char *url)
+{
+    beacon_ring_revoked_t *r;
+    apr_int16_t *head;
+    char canonical[BEACON_URL_MAX];
+
+    if (!is_set(ring, set)) {
+        return "no such service in the ring";
+    }
+    if (beacon_url_canonicalize(url, strlen(url), canonical,
+                                sizeof(canonical)) != NULL) {
+        return "not a member url (scheme://host[:port])";
+    }
+    if (revoked_entry(ring, set, canonical, strlen(canonical)) != NULL) {
+        return NULL;
+    }
+    if (ring->nrevoked == BEACON_RING_MAX_REVOKED) {
+        return "a receiver revokes at most " BEACON_STR(BEACON_RING_MAX_REVOKED)
+               " urls";
+    }
+    r = &ring->revoked[ring->nrevoked];
+    r->len = strlen(canonical);
+    memcpy(r->url, canonical, r->len + 1);
+    r->set = set;
+    r->hash = name_hash(r->url, r->len);
+    head = &ring->revoked_bucket[r->hash & (BEACON_RING_BUCKETS - 1)];
+    r->next = *head;
+    *head = (apr_int16_t)ring->nrevoked++;
+    return NULL;
+}
+
+int beacon_ring_is_revoked(const beacon_ring_t *ring, int set, const char *url,
+                           apr_size_t len)
+{
+    char canonical[BEACON_URL_MAX];
+
+    if (ring->nrevoked == 0 || url == NULL ||
+        beacon_url_canonicalize(url, len, canonical, sizeof(canonical)) != NULL) {
+        return 0; /* a url that is no member's is refused after the MAC */
+    }
+    len = strlen(canonical);
+    return revoked_entry(ring, BEACON_RING_EVERY_SET, canonical, len) != NULL ||
+           revoked_entry(ring, set, canonical, len) != NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Verification                                                        */
+
+/*
+ * Step 3 under the key set keys[0..nkeys) with masters: the keys first,
+ * one MAC each, then, for a canonical url only, each master's member key
+ * for svc and url. A miss under masters leaves in out what they were
+ * derived for, for the log.
+ */
+static beacon_reason_t set_matches(const char *buf, apr_size_t signed_len,
+                                   const beacon_key_t *keys, unsigned nkeys,
+                                   unsigned masters, const beacon_span_t *svc,
+                                   const beacon_span_t *url,
+                                   beacon_datagram_t *out)
+{
+    beacon_key_t member;
+    unsigned i;
+    int matched = 0;
+
+    for (i = 0; i < nkeys && i < BEACON_MAX_KEYS; i++) {
+        if (!is_master(masters, i) && beacon_mac_matches(buf, signed_len, &keys[i])) {
+            return BEACON_OK;
+        }
+    }
+    if ((masters & ((1u << nkeys) - 1)) == 0) {
+        return BEACON_DROP_MAC_MISMATCH;
+    }
+    if (url->ptr == NULL || !beacon_url_is_canonical(url->ptr, url->len)) {
+        return BEACON_DROP_URL_NOT_CANONICAL;
+    }
+    for (i = 0; !matched && i < nkeys && i < BEACON_MAX_KEYS; i++) {
+        matched = is_master(masters, i) &&
+                  beacon_member_key_derive(&keys[i], svc->ptr, svc->len,
+                                           url->ptr, url->len, &member) == 0 &&
+                  beacon_mac_matches(buf, signed_len, &member);
+    }
+    beacon_key_wipe(&member);
+    if (!matched) {
+        out->derived_svc = *svc;
+        out->derived_url = *url;
+        return BEACON_DROP_MAC_MISMATCH;
+    }
+    return BEACON_OK;
+}
+
+/* Step 6 on a ring: which service a verified datagram is for. */
+static beacon_reason_t ring_service(const beacon_ring_t *ring,
+                                    beacon_datagram_t *out)
+{
+    if (ring->nservices == 0) {
+        return BEACON_OK; /* svc= is read, not required: the default */
+    }
+    if (out->svc.ptr == NULL) {
+        return ring->require_svc ? BEACON_DROP_WRONG_SERVICE : BEACON_OK;
+    }
+    out->service = beacon_ring_find(ring, out->svc.ptr, out->svc.len);
+    if (out->service < 0) {
+        out->service = BEACON_SERVICE_DEFAULT;
+        return BEACON_DROP_WRONG_SERVICE;
+    }
+    return BEACON_OK;
+}
+
+beacon_reason_t beacon_verify_ring(const char *buf, apr_size_t len,
+                                   const beacon_ring_t *ring, apr_time_t now,
+                                   apr_interval_time_t max_skew,
+                                   beacon_datagram_t *out)
+{
+    apr_size_t signed_len;
+    const beacon_key_t *keys;
+    unsigned nkeys;
+    int set;
+    beacon_span_t svc, url;
+    beacon_reason_t reason = beacon_check_frame(buf, len, &signed_len, out);
+
+    if (reason != BEACON_OK) {
+        return reason;
+    }
+    /* unknown or absent: the default keys, so a stranger's drop is a mac
+     * mismatch like any forgery, and wrong service only after the MAC */
+    beacon_first_tokens(buf, signed_len, &svc, &url);
+    set = beacon_ring_find(ring, svc.ptr, svc.len);
+    if (beacon_ring_is_revoked(ring, set, url.ptr, url.len)) {
+        return BEACON_DROP_REVOKED;
+    }
+    keys = beacon_ring_keys(ring, set, &nkeys);
+    reason = set_matches(buf, signed_len, keys, nkeys, masters_of(ring, set),
+                         &svc, &url, out);
+    if (reason == BEACON_OK) {
+        reason = beacon_check_fields(buf, signed_len, now, max_skew, out);
+    }
+    return reason == BEACON_OK ? ring_service(ring, out) : reason;
 }

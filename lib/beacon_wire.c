@@ -2,9 +2,10 @@
 
 /*
  * The datagram: formatting on the sender, steps 1 to 5 of the wire format
- * on the receiver (6 too with a key ring). The receiver's order is part
- * of the contract: nothing a datagram says is interpreted before its MAC
- * has been checked, but for the svc= bytes that pick a ring's key set.
+ * on the receiver (a key ring's are beacon_ring.c's). The receiver's order
+ * is part of the contract: nothing a datagram says is interpreted before
+ * its MAC has been checked, but for the svc= and url= bytes that pick a
+ * ring's key set and derive a member's key.
  */
 
 #include <string.h>
@@ -39,6 +40,8 @@ static const struct {
     [BEACON_DROP_REPLAYED_TS] = {"replayed/reordered ts", "replayed_ts"},
     [BEACON_DROP_TABLE_FULL] = {"member table full", "table_full"},
     [BEACON_DROP_URL_NOT_ALLOWED] = {"url not allowed", "url_not_allowed"},
+    [BEACON_DROP_URL_NOT_CANONICAL] = {"url not canonical", "url_not_canonical"},
+    [BEACON_DROP_REVOKED] = {"revoked", "revoked"},
 };
 
 const char *beacon_reason_name(beacon_reason_t reason)
@@ -329,7 +332,7 @@ static int frame_is_valid(const char *buf, apr_size_t len, apr_size_t *signed_le
 }
 
 /* Step 3, in constant time: every byte is compared whatever the first says. */
-static int mac_matches(const char *buf, apr_size_t signed_len,
+int beacon_mac_matches(const char *buf, apr_size_t signed_len,
                        const beacon_key_t *key)
 {
     const char *hex = buf + signed_len + MAC_TOKEN_LEN;
@@ -496,12 +499,14 @@ apr_int64_t beacon_span_number(const beacon_span_t *span)
 }
 
 /* Steps 1 and 2; *signed_len is where " mac=" starts. */
-static beacon_reason_t check_frame(const char *buf, apr_size_t len,
+beacon_reason_t beacon_check_frame(const char *buf, apr_size_t len,
                                    apr_size_t *signed_len,
                                    beacon_datagram_t *out)
 {
-    out->bad_field.ptr = NULL; /* set by a bad field only, whatever comes */
-    out->bad_field.len = 0;
+    /* set by a bad field or a derived key only, whatever comes */
+    memset(&out->bad_field, 0, sizeof(out->bad_field));
+    memset(&out->derived_svc, 0, sizeof(out->derived_svc));
+    memset(&out->derived_url, 0, sizeof(out->derived_url));
     out->service = BEACON_SERVICE_DEFAULT;
     if (len > BEACON_MAX_DATAGRAM) {
         return BEACON_DROP_OVERSIZE;
@@ -522,7 +527,7 @@ static int any_key_matches(const char *buf, apr_size_t signed_len,
     unsigned i;
 
     for (i = 0; i < nkeys && i < BEACON_MAX_KEYS; i++) {
-        if (mac_matches(buf, signed_len, &keys[i])) {
+        if (beacon_mac_matches(buf, signed_len, &keys[i])) {
             return 1;
         }
     }
@@ -530,7 +535,7 @@ static int any_key_matches(const char *buf, apr_size_t signed_len,
 }
 
 /* Steps 4 and 5, once the MAC matched. */
-static beacon_reason_t check_fields(const char *buf, apr_size_t signed_len,
+beacon_reason_t beacon_check_fields(const char *buf, apr_size_t signed_len,
                                     apr_time_t now,
                                     apr_interval_time_t max_skew,
                                     beacon_datagram_t *out)
@@ -558,7 +563,7 @@ beacon_reason_t beacon_verify_any(const char *buf, apr_size_t len,
                                   beacon_datagram_t *out)
 {
     apr_size_t signed_len;
-    beacon_reason_t reason = check_frame(buf, len, &signed_len, out);
+    beacon_reason_t reason = beacon_check_frame(buf, len, &signed_len, out);
 
     if (reason != BEACON_OK) {
         return reason;
@@ -566,69 +571,32 @@ beacon_reason_t beacon_verify_any(const char *buf, apr_size_t len,
     if (!any_key_matches(buf, signed_len, keys, nkeys)) {
         return BEACON_DROP_MAC_MISMATCH;
     }
-    return check_fields(buf, signed_len, now, max_skew, out);
+    return beacon_check_fields(buf, signed_len, now, max_skew, out);
 }
 
 /*
- * The value of the first svc= token of a well-framed signed part, bytes
- * unparsed: the one thing read before the MAC, and only to pick keys. A
- * second svc= is a duplicate field after the MAC whichever set was tried.
+ * The values of the first svc= and url= tokens of a well-framed signed
+ * part, bytes unparsed: what is read before the MAC, and only to pick and
+ * derive keys. A second svc= or url= is a duplicate field after the MAC,
+ * so what parse_fields gives after it is always these bytes.
  */
-static beacon_span_t svc_token(const char *buf, apr_size_t signed_len)
+void beacon_first_tokens(const char *buf, apr_size_t signed_len,
+                         beacon_span_t *svc, beacon_span_t *url)
 {
     tokens_t t = tokens_of(buf, signed_len);
-    beacon_span_t key, value, none = {NULL, 0};
+    beacon_span_t key, value;
 
-    while (next_token(&t, &key, &value) == 1) {
-        if (span_is(&key, "svc", 3)) {
-            return value;
+    svc->ptr = url->ptr = NULL;
+    svc->len = url->len = 0;
+    while ((svc->ptr == NULL || url->ptr == NULL) &&
+           next_token(&t, &key, &value) == 1) {
+        if (svc->ptr == NULL && span_is(&key, "svc", 3)) {
+            *svc = value;
+        }
+        else if (url->ptr == NULL && span_is(&key, "url", 3)) {
+            *url = value;
         }
     }
-    return none;
-}
-
-/* Step 6 on a ring: which service a verified datagram is for. */
-static beacon_reason_t ring_service(const beacon_ring_t *ring,
-                                    beacon_datagram_t *out)
-{
-    if (ring->nservices == 0) {
-        return BEACON_OK; /* svc= is read, not required: the default */
-    }
-    if (out->svc.ptr == NULL) {
-        return ring->require_svc ? BEACON_DROP_WRONG_SERVICE : BEACON_OK;
-    }
-    out->service = beacon_ring_find(ring, out->svc.ptr, out->svc.len);
-    if (out->service < 0) {
-        out->service = BEACON_SERVICE_DEFAULT;
-        return BEACON_DROP_WRONG_SERVICE;
-    }
-    return BEACON_OK;
-}
-
-beacon_reason_t beacon_verify_ring(const char *buf, apr_size_t len,
-                                   const beacon_ring_t *ring, apr_time_t now,
-                                   apr_interval_time_t max_skew,
-                                   beacon_datagram_t *out)
-{
-    apr_size_t signed_len;
-    const beacon_key_t *keys;
-    unsigned nkeys;
-    beacon_span_t svc;
-    beacon_reason_t reason = check_frame(buf, len, &signed_len, out);
-
-    if (reason != BEACON_OK) {
-        return reason;
-    }
-    /* unknown or absent: the default keys, so a stranger's drop is a mac
-     * mismatch like any forgery, and wrong service only after the MAC */
-    svc = svc_token(buf, signed_len);
-    keys = beacon_ring_keys(ring, beacon_ring_find(ring, svc.ptr, svc.len),
-                            &nkeys);
-    if (!any_key_matches(buf, signed_len, keys, nkeys)) {
-        return BEACON_DROP_MAC_MISMATCH;
-    }
-    reason = check_fields(buf, signed_len, now, max_skew, out);
-    return reason == BEACON_OK ? ring_service(ring, out) : reason;
 }
 
 beacon_reason_t beacon_verify(const char *buf, apr_size_t len,

@@ -1247,6 +1247,8 @@ static void reason_names_are_the_spec_fragments(void **state)
         {BEACON_DROP_REPLAYED_TS, "replayed/reordered ts", "replayed_ts"},
         {BEACON_DROP_TABLE_FULL, "member table full", "table_full"},
         {BEACON_DROP_URL_NOT_ALLOWED, "url not allowed", "url_not_allowed"},
+        {BEACON_DROP_URL_NOT_CANONICAL, "url not canonical", "url_not_canonical"},
+        {BEACON_DROP_REVOKED, "revoked", "revoked"},
     };
     size_t i;
 
