@@ -40,6 +40,17 @@ const char *beacon_secret_source(const char *value,
                                  beacon_secret_source_t *source,
                                  const char **rest);
 
+/*
+ * What a secret is for, as ProxyBeaconSecret and beaconctl take it:
+ * "derive:" (any case) before a secret in any of the forms above
+ * (derive:hex:..., derive:file:/path, derive:exec:/path) makes it a
+ * master, BEACON_KEY_USE_MASTER; without it, it is a key. Sets *use and
+ * *rest (past the prefix).
+ */
+#define BEACON_SECRET_DERIVE "derive:"
+void beacon_secret_use(const char *value, beacon_key_use_t *use,
+                       const char **rest);
+
 #define BEACON_SECRET_EXEC_LIMIT apr_time_from_sec(10)
 
 /*

@@ -130,7 +130,7 @@ typedef struct {
     /* BEACON_DROP_MAC_MISMATCH under a ring's masters: the svc= and url=
      * bytes (unverified) the member keys tried were derived for; url.ptr
      * NULL otherwise. */
-    beacon_span_t derived_svc, derived_url;
+    beacon_span_t unverified_svc, unverified_url;
     /* beacon_verify_ring: the index of the ring's service svc= names, or
      * BEACON_SERVICE_DEFAULT; always BEACON_SERVICE_DEFAULT otherwise. */
     int service;

@@ -303,8 +303,8 @@ static beacon_reason_t set_matches(const char *buf, apr_size_t signed_len,
     }
     beacon_key_wipe(&member);
     if (!matched) {
-        out->derived_svc = *svc;
-        out->derived_url = *url;
+        out->unverified_svc = *svc;
+        out->unverified_url = *url;
         return BEACON_DROP_MAC_MISMATCH;
     }
     return BEACON_OK;

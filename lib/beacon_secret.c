@@ -66,6 +66,15 @@ const char *beacon_secret_source(const char *value,
     return NULL;
 }
 
+void beacon_secret_use(const char *value, beacon_key_use_t *use,
+                       const char **rest)
+{
+    int master = has_prefix(value, BEACON_SECRET_DERIVE);
+
+    *use = master ? BEACON_KEY_USE_MASTER : BEACON_KEY_USE_MAC;
+    *rest = master ? value + strlen(BEACON_SECRET_DERIVE) : value;
+}
+
 const char *beacon_key_exec_as(apr_pool_t *p, const char *command,
                                apr_interval_time_t limit,
                                beacon_key_use_t use, beacon_key_t *key)

@@ -505,8 +505,8 @@ beacon_reason_t beacon_check_frame(const char *buf, apr_size_t len,
 {
     /* set by a bad field or a derived key only, whatever comes */
     memset(&out->bad_field, 0, sizeof(out->bad_field));
-    memset(&out->derived_svc, 0, sizeof(out->derived_svc));
-    memset(&out->derived_url, 0, sizeof(out->derived_url));
+    memset(&out->unverified_svc, 0, sizeof(out->unverified_svc));
+    memset(&out->unverified_url, 0, sizeof(out->unverified_url));
     out->service = BEACON_SERVICE_DEFAULT;
     if (len > BEACON_MAX_DATAGRAM) {
         return BEACON_DROP_OVERSIZE;
