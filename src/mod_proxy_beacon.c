@@ -178,10 +178,10 @@ static const char *receiver_problem(apr_pool_t *p, server_rec *s,
     if ((problem = beacon_params_check(p, s, conf->member_params)) != NULL) {
         return problem;
     }
-    if ((problem = ring_problem(p, conf)) != NULL) {
+    if ((problem = balancers_problem(p, s, conf)) != NULL) {
         return problem;
     }
-    return balancers_problem(p, s, conf);
+    return ring_problem(p, conf); /* what the lines above do not say */
 }
 
 /* A receiver's balancer as check_config compares it with the others. */
