@@ -659,6 +659,105 @@ static void gen_reach(void)
     put_bound("fuzz_reach", "reach", "h", BEACON_REACH_MAX_ENTRIES);
 }
 
+/* ------------------------------------------------------------------ */
+/* fuzz_derive: member keys on a ring with masters and revocations     */
+
+/* fuzz_derive's ring (see fuzz/fuzz_derive.c): the default masters A
+ * (the vectors' key) and B, shop with a plain key P and A and B, cart
+ * without keys, api with master C, legacy with a plain key L; revoked
+ * http://10.0.0.9:8080 everywhere, http://10.0.0.6:8080 in shop. */
+static beacon_key_t derive_key(const char *secret)
+{
+    beacon_key_t k;
+
+    if (beacon_key_parse(secret, &k) != NULL) {
+        exit(1);
+    }
+    return k;
+}
+
+/* body signed with key. */
+static void put_derive(const char *name, const char *body,
+                       const beacon_key_t *key)
+{
+    size_t len;
+    char *dg = sign(key, body, strlen(body), &len);
+
+    put("fuzz_derive", "ring", name, dg, len);
+    free(dg);
+}
+
+/* body signed with the member key master derives for svc and url (NULL:
+ * none). */
+static void put_member(const char *name, const char *body,
+                       const beacon_key_t *master, const char *svc,
+                       const char *url)
+{
+    beacon_key_t member;
+
+    if (beacon_member_key_derive(master, svc, svc ? strlen(svc) : 0, url,
+                                 url ? strlen(url) : 0, &member) != 0) {
+        exit(1);
+    }
+    put_derive(name, body, &member);
+}
+
+static void gen_derive(void)
+{
+    static const char *const cols[] = {"master", "service", "url", "key",
+                                       "datagram", "name", NULL};
+    vec_table_t t = load("member-keys.txt", cols);
+    beacon_key_t a = spec_hex_key();
+    beacon_key_t b = derive_key("hex:0f1e2d3c4b5a69788796a5b4c3d2e1f0");
+    beacon_key_t c = derive_key("hex:c0c1c2c3c4c5c6c7c8c9cacbcccdcecf");
+    beacon_key_t p = derive_key("hex:ffeeddccbbaa99887766554433221100");
+    beacon_key_t l = derive_key("hex:a1a2a3a4a5a6a7a8a9aaabacadaeafb0");
+    size_t i;
+
+    for (i = 0; i < t.nrows; i++) {
+        put("fuzz_derive", "vector", t.rows[i].col[5].text,
+            t.rows[i].col[4].text, t.rows[i].col[4].len);
+    }
+    vec_free(&t);
+    put_member("default master a",
+               "BEACON url=http://10.0.0.5:8080 host=web-1 ts=" TS, &a, NULL,
+               "http://10.0.0.5:8080");
+    put_member("shop master b leaving",
+               "BEACON url=http://[2001:db8::5]:8080 ts=" TS
+               " svc=shop state=leaving", &b, "shop",
+               "http://[2001:db8::5]:8080");
+    put_member("cart without keys of its own",
+               "BEACON url=https://app.example.com ts=" TS " svc=cart ctx=/shop",
+               &a, "cart", "https://app.example.com");
+    put_member("api master c", "BEACON url=ajp://10.0.0.7 ts=" TS " svc=api",
+               &c, "api", "ajp://10.0.0.7");
+    put_derive("legacy plain key any url",
+               "BEACON url=HTTP://10.0.0.5:80/ ts=" TS " svc=legacy", &l);
+    put_derive("shop plain key heartbeat", "BEACON host=web-1 ts=" TS " svc=shop",
+               &p);
+    put_member("revoked in every set",
+               "BEACON url=http://10.0.0.9:8080 ts=" TS " svc=api", &c, "api",
+               "http://10.0.0.9:8080");
+    put_derive("revoked in shop in another spelling",
+               "BEACON url=HTTP://10.0.0.6:8080/ ts=" TS " svc=shop", &p);
+    put_member("not canonical default port",
+               "BEACON url=http://10.0.0.5:80 ts=" TS, &a, NULL,
+               "http://10.0.0.5:80");
+    put_member("a second url after the first",
+               "BEACON url=http://10.0.0.5:8080 ts=" TS " svc=shop"
+               " url=http://10.0.0.8:8080", &a, "shop", "http://10.0.0.5:8080");
+    put_member("a second svc before the first url",
+               "BEACON svc=cart url=http://10.0.0.5:8080 ts=" TS " svc=shop",
+               &a, "cart", "http://10.0.0.5:8080");
+    put_member("svc of no service", "BEACON url=http://10.0.0.5:8080 ts=" TS
+               " svc=nosuch", &a, "nosuch", "http://10.0.0.5:8080");
+    put_member("leaving for another member",
+               "BEACON url=http://10.0.0.8:8080 ts=" TS " state=leaving", &a,
+               NULL, "http://10.0.0.5:8080");
+    put_member("heartbeat under a master", "BEACON host=web-1 ts=" TS, &a, NULL,
+               NULL);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -678,5 +777,6 @@ int main(int argc, char **argv)
     gen_allow();
     gen_routes();
     gen_reach();
+    gen_derive();
     return 0;
 }
