@@ -127,9 +127,10 @@ typedef struct {
     beacon_span_t url, host, pid, seq, state, svc, route, lbfactor, ctx;
     apr_int64_t ts;
     beacon_span_t bad_field; /* BEACON_DROP_BAD_FIELD: the field's key */
-    /* BEACON_DROP_MAC_MISMATCH under a ring's masters: the svc= and url=
-     * bytes (unverified) the member keys tried were derived for; url.ptr
-     * NULL otherwise. */
+    /* beacon_verify_ring's BEACON_DROP_REVOKED, BEACON_DROP_URL_NOT_CANONICAL,
+     * and BEACON_DROP_MAC_MISMATCH under masters: the first svc= and url=
+     * bytes, unverified (the member keys tried were derived for them);
+     * ptr NULL when absent, and on any other outcome. */
     beacon_span_t unverified_svc, unverified_url;
     /* beacon_verify_ring: the index of the ring's service svc= names, or
      * BEACON_SERVICE_DEFAULT; always BEACON_SERVICE_DEFAULT otherwise. */

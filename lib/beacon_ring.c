@@ -134,7 +134,7 @@ static unsigned masters_of(const beacon_ring_t *ring, int set)
 
 static int is_master(unsigned masters, unsigned i)
 {
-    return (masters >> i) & 1u;
+    return ((masters >> i) & 1u) != 0;
 }
 
 /* Whether the key sets of a and b (indexes or -1) have a key in common:
@@ -271,14 +271,12 @@ int beacon_ring_is_revoked(const beacon_ring_t *ring, int set, const char *url,
 /*
  * Step 3 under the key set keys[0..nkeys) with masters: the keys first,
  * one MAC each, then, for a canonical url only, each master's member key
- * for svc and url. A miss under masters leaves in out what they were
- * derived for, for the log.
+ * for svc and url.
  */
 static beacon_reason_t set_matches(const char *buf, apr_size_t signed_len,
                                    const beacon_key_t *keys, unsigned nkeys,
                                    unsigned masters, const beacon_span_t *svc,
-                                   const beacon_span_t *url,
-                                   beacon_datagram_t *out)
+                                   const beacon_span_t *url)
 {
     beacon_key_t member;
     unsigned i;
@@ -302,12 +300,7 @@ static beacon_reason_t set_matches(const char *buf, apr_size_t signed_len,
                   beacon_mac_matches(buf, signed_len, &member);
     }
     beacon_key_wipe(&member);
-    if (!matched) {
-        out->unverified_svc = *svc;
-        out->unverified_url = *url;
-        return BEACON_DROP_MAC_MISMATCH;
-    }
-    return BEACON_OK;
+    return matched ? BEACON_OK : BEACON_DROP_MAC_MISMATCH;
 }
 
 /* Step 6 on a ring: which service a verified datagram is for. */
@@ -347,14 +340,19 @@ beacon_reason_t beacon_verify_ring(const char *buf, apr_size_t len,
      * mismatch like any forgery, and wrong service only after the MAC */
     beacon_first_tokens(buf, signed_len, &svc, &url);
     set = beacon_ring_find(ring, svc.ptr, svc.len);
-    if (beacon_ring_is_revoked(ring, set, url.ptr, url.len)) {
-        return BEACON_DROP_REVOKED;
-    }
     keys = beacon_ring_keys(ring, set, &nkeys);
-    reason = set_matches(buf, signed_len, keys, nkeys, masters_of(ring, set),
-                         &svc, &url, out);
+    reason = beacon_ring_is_revoked(ring, set, url.ptr, url.len)
+                 ? BEACON_DROP_REVOKED
+                 : set_matches(buf, signed_len, keys, nkeys,
+                               masters_of(ring, set), &svc, &url);
     if (reason == BEACON_OK) {
         reason = beacon_check_fields(buf, signed_len, now, max_skew, out);
+        return reason == BEACON_OK ? ring_service(ring, out) : reason;
     }
-    return reason == BEACON_OK ? ring_service(ring, out) : reason;
+    if (reason != BEACON_DROP_MAC_MISMATCH || masters_of(ring, set) != 0) {
+        /* a drop for the url, or under member keys: what it claimed */
+        out->unverified_svc = svc;
+        out->unverified_url = url;
+    }
+    return reason;
 }

@@ -130,6 +130,19 @@ static const char *balancers_problem(apr_pool_t *p, server_rec *s,
     return NULL;
 }
 
+/* What the key ring refuses of a receiver's keys, services and
+ * revocations (more than it holds), now rather than at its start. */
+static const char *ring_problem(apr_pool_t *p, const beacon_server_conf *conf)
+{
+    beacon_ring_t *ring = apr_palloc(p, sizeof(*ring));
+    int *lane = apr_palloc(p, sizeof(int) *
+                              (apr_size_t)(beacon_config_balancer_count(conf) + 1));
+    int none;
+    const char *err = beacon_config_receiver_ring(conf, ring, lane, &none);
+
+    return err ? apr_pstrcat(p, "the receiver's keys: ", err, NULL) : NULL;
+}
+
 static const char *receiver_problem(apr_pool_t *p, server_rec *s,
                                     beacon_server_conf *conf)
 {
@@ -163,6 +176,9 @@ static const char *receiver_problem(apr_pool_t *p, server_rec *s,
                             apr_time_sec(conf->forget.value));
     }
     if ((problem = beacon_params_check(p, s, conf->member_params)) != NULL) {
+        return problem;
+    }
+    if ((problem = ring_problem(p, conf)) != NULL) {
         return problem;
     }
     return balancers_problem(p, s, conf);
@@ -460,6 +476,12 @@ static const char *server_problem(apr_pool_t *p, server_rec *s,
     }
     if (conf->targets && conf->nkeys == 0) {
         return "ProxyBeaconSecret is required";
+    }
+    if (conf->targets && (conf->masters & 1u)) {
+        return "ProxyBeaconSecret: a sender signs with its first secret, "
+               "and derive: makes it a master, which signs nothing: give "
+               "this backend its member key (beaconctl derive-key "
+               "--service SVC --url URL prints it)";
     }
     if (conf->targets && !APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance)) {
         return "mod_watchdog is required by ProxyBeaconAddress";

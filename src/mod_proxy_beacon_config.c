@@ -68,19 +68,31 @@ const char *beacon_config_receiver_ring(const beacon_server_conf *conf,
     const char *err;
 
     beacon_ring_init(ring, conf->keys, conf->nkeys);
+    beacon_ring_set_masters(ring, BEACON_SERVICE_DEFAULT, conf->masters);
     *default_lane = -1;
     for (i = 0; i < n; i++) {
         const beacon_balancer_conf *bc = beacon_config_balancer_at(conf, i);
         const char *service = beacon_config_balancer_service(conf, i);
+        int set = (int)ring->nservices;
 
         if (service == NULL) {
             *default_lane = i;
-            continue;
+            set = BEACON_SERVICE_DEFAULT;
         }
-        lane[ring->nservices] = i;
-        if ((err = beacon_ring_add(ring, service, bc->keys, bc->nkeys)) != NULL) {
+        else if ((err = beacon_ring_add(ring, service, bc->keys, bc->nkeys)) != NULL) {
             return err;
         }
+        else {
+            lane[set] = i;
+            beacon_ring_set_masters(ring, set, bc->masters);
+        }
+        if ((err = beacon_revoke_into_ring(ring, set, bc->revoked)) != NULL) {
+            return err;
+        }
+    }
+    if ((err = beacon_revoke_into_ring(ring, BEACON_RING_EVERY_SET,
+                                       conf->revoked)) != NULL) {
+        return err;
     }
     if (n == 0 && conf->service &&
         (err = beacon_ring_add(ring, conf->service, NULL, 0)) != NULL) {
@@ -137,8 +149,10 @@ void *beacon_config_merge_server(apr_pool_t *p, void *basev, void *addv)
     if (add->nkeys == 0) {
         memcpy(conf->keys, base->keys, sizeof(conf->keys));
         conf->nkeys = base->nkeys;
+        conf->masters = base->masters;
         conf->inline_secret = base->inline_secret;
     }
+    conf->revoked = beacon_revoke_merge(p, base->revoked, add->revoked);
     if (conf->nkeys) {
         apr_pool_cleanup_register(p, conf, wipe_keys, apr_pool_cleanup_null);
     }
@@ -314,6 +328,7 @@ static const char *secret_file_exposure(apr_pool_t *p, const apr_finfo_t *info)
 }
 
 static const char *read_secret_file(cmd_parms *cmd, const char *name,
+                                    beacon_key_use_t use,
                                     beacon_key_t *key)
 {
     const char *path = ap_server_root_relative(cmd->temp_pool, name);
@@ -323,7 +338,7 @@ static const char *read_secret_file(cmd_parms *cmd, const char *name,
     if (path == NULL || *name == '\0') {
         return "file: needs a path";
     }
-    err = beacon_key_read_file(cmd->temp_pool, path, key, &info);
+    err = beacon_key_read_file_as(cmd->temp_pool, path, use, key, &info);
     if (err == NULL &&
         (who = secret_file_exposure(cmd->temp_pool, &info)) != NULL) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, cmd->server, BCNLOGNO(00081)
@@ -335,24 +350,29 @@ static const char *read_secret_file(cmd_parms *cmd, const char *name,
 }
 
 /* One key from a secret in any of ProxyBeaconSecret's forms; *inline_secret
- * set when it was written in the configuration itself. NULL or why not. */
+ * set when it was written in the configuration itself, *master when it is
+ * a master (derive:). NULL or why not. */
 static const char *read_key(cmd_parms *cmd, const char *arg,
-                            beacon_key_t *key, int *inline_secret)
+                            beacon_key_t *key, int *inline_secret,
+                            unsigned *master)
 {
     beacon_secret_source_t source;
+    beacon_key_use_t use;
     const char *err, *rest;
 
+    beacon_secret_use(arg, &use, &arg);
+    *master = use == BEACON_KEY_USE_MASTER;
     err = beacon_secret_source(arg, &source, &rest);
     if (err == NULL && source == BEACON_SECRET_FILE) {
-        err = read_secret_file(cmd, rest, key);
+        err = read_secret_file(cmd, rest, use, key);
     }
     else if (err == NULL && source == BEACON_SECRET_EXEC) {
         /* now, while httpd is still root, as httpd's own exec: */
-        err = beacon_key_exec(cmd->temp_pool, rest, BEACON_SECRET_EXEC_LIMIT,
-                              key);
+        err = beacon_key_exec_as(cmd->temp_pool, rest,
+                                 BEACON_SECRET_EXEC_LIMIT, use, key);
     }
     else if (err == NULL) {
-        err = beacon_key_parse(rest, key);
+        err = beacon_key_parse_as(rest, use, key);
         *inline_secret = 1;
     }
     return err;
@@ -362,6 +382,7 @@ static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
 {
     beacon_server_conf *conf = cmd_conf(cmd);
     int inline_secret = 0;
+    unsigned master;
     const char *err;
 
     (void)dummy;
@@ -369,10 +390,12 @@ static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
         return "ProxyBeaconSecret: at most 4 per server (the first signs, "
                "a receiver accepts any)";
     }
-    err = read_key(cmd, arg, &conf->keys[conf->nkeys], &inline_secret);
+    err = read_key(cmd, arg, &conf->keys[conf->nkeys], &inline_secret,
+                   &master);
     if (err) {
         return apr_pstrcat(cmd->pool, "ProxyBeaconSecret: ", err, NULL);
     }
+    conf->masters |= master << conf->nkeys;
     if (inline_secret && conf->inline_secret == NULL) {
         conf->inline_secret = where_of(cmd);
     }
@@ -656,6 +679,17 @@ static const char *add_allow(cmd_parms *cmd, beacon_balancer_conf *bc,
                        err);
 }
 
+/* ProxyBeaconRevoke URL [URL ...], repeatable: member urls no key
+ * speaks for, in any service of the receiver. */
+static const char *set_revoke(cmd_parms *cmd, void *dummy, const char *url)
+{
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+
+    (void)dummy;
+    return err ? err : beacon_revoke_add(cmd, &cmd_conf(cmd)->revoked, url,
+                                         "ProxyBeaconRevoke:");
+}
+
 /*
  * ProxyBeaconAllow ENTRY [ENTRY ...], repeatable: the hosts announced
  * urls may point at (libbeacon's reach rule). Inherited, like the secret,
@@ -720,6 +754,7 @@ static const char *balancer_option(cmd_parms *cmd, beacon_balancer_conf *bc,
 {
     const char *err = NULL;
     int inline_secret = 0;
+    unsigned master;
 
     if (strncmp(arg, "service=", 8) == 0 && bc->service == NULL) {
         if (beacon_service_is_valid(arg + 8)) {
@@ -730,8 +765,11 @@ static const char *balancer_option(cmd_parms *cmd, beacon_balancer_conf *bc,
         }
     }
     else if (strncmp(arg, "secret=", 7) == 0 && bc->nkeys < 2) {
-        err = read_key(cmd, arg + 7, &bc->keys[bc->nkeys], &inline_secret);
-        bc->nkeys += err == NULL;
+        err = read_key(cmd, arg + 7, &bc->keys[bc->nkeys], &inline_secret,
+                       &master);
+        if (err == NULL) {
+            bc->masters |= master << bc->nkeys++;
+        }
     }
     else if (strncmp(arg, "contexts=", 9) == 0) {
         err = add_contexts(cmd, bc, arg + 9);
@@ -745,10 +783,14 @@ static const char *balancer_option(cmd_parms *cmd, beacon_balancer_conf *bc,
     else if (strncmp(arg, "slowstart=", 10) == 0 && !bc->slowstart.set) {
         err = set_slowstart(bc, arg + 10);
     }
+    else if (strncmp(arg, "revoke=", 7) == 0) {
+        return beacon_revoke_add(cmd, &bc->revoked, arg + 7,
+                                 "ProxyBeaconBalancer: revoke=");
+    }
     else {
         err = "not an option (service=NAME once, secret=SECRET at most "
               "twice, contexts=LIST, slots=N once, allow=LIST, "
-              "slowstart=DURATION once)";
+              "slowstart=DURATION once, revoke=LIST)";
     }
     if (err) {
         /* a secret= value is never echoed */
@@ -837,13 +879,17 @@ const command_rec beacon_cmds[] = {
     AP_INIT_TAKE_ARGV("ProxyBeaconBalancer", set_balancer, NULL, RSRC_CONF,
         "NAME [service=SVC] [secret=SECRET ...] [contexts=LIST] [slots=N] "
         "[slowstart=DURATION] "
-        "[allow=LIST]: a "
+        "[allow=LIST] [revoke=LIST]: a "
         "balancer (name or balancer://name) announced backends join, those "
         "of service SVC (verified with its own secrets) or, without "
         "service=, those that name none, claiming only the contexts of "
         "LIST, in N member slots reserved at start, pointing only where "
         "allow= and ProxyBeaconAllow allow; "
         "repeatable, one per service; without it the receiver only logs"),
+    AP_INIT_ITERATE("ProxyBeaconRevoke", set_revoke, NULL, RSRC_CONF,
+        "URL [URL ...]: member urls whose announcements are dropped "
+        "whatever key signs them (a leaked member key); a live member "
+        "with one leaves its balancer at the restart that brings it"),
     AP_INIT_TAKE_ARGV("ProxyBeaconAllow", set_allow, NULL, RSRC_CONF,
         "ENTRY [ENTRY ...]: what announced urls may point at: IP networks "
         "(10.0.0.0/8, fd00::/8), addresses, host names (api.internal, "

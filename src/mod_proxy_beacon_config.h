@@ -10,6 +10,7 @@
 #define MOD_PROXY_BEACON_CONFIG_H
 
 #include "mod_proxy_beacon_params.h"
+#include "mod_proxy_beacon_revoke.h"
 #include "mod_proxy_beacon_util.h"
 
 #define BEACON_MAX_SENDER_TARGETS 16
@@ -44,6 +45,8 @@ typedef struct {
     const char *service;          /* service=, or NULL */
     beacon_key_t keys[BEACON_MAX_KEYS]; /* secret= */
     unsigned nkeys;
+    unsigned masters;             /* bit i: keys[i] is a master (derive:) */
+    beacon_revoked *revoked;      /* revoke=, or NULL */
     beacon_allow_t *contexts;     /* contexts= its members may claim; NULL:
                                    * it routes none, and ctx= is ignored */
     int slots;                    /* slots=: member slots reserved at start
@@ -83,9 +86,14 @@ typedef struct {
     apr_array_header_t *contexts; /* its paths (const char *), each once */
     beacon_interval interval;
 
+    beacon_revoked *revoked;      /* ProxyBeaconRevoke, or NULL; a virtual
+                                   * host's adds to the main server's */
+
     /* both: senders sign with keys[0], receivers accept any of them */
     beacon_key_t keys[BEACON_MAX_KEYS];
     unsigned nkeys;
+    unsigned masters;             /* bit i: keys[i] is a master (derive:):
+                                   * receivers only */
     const char *inline_secret;    /* "file:line" of a secret in the config */
     const char *service;          /* ProxyBeaconService, or NULL; a role's */
     const char *where;            /* "file:line" of the role directive */

@@ -112,6 +112,26 @@ static const char *not_allowed_detail(const beacon_receiver *r,
                        NULL);
 }
 
+/* What a drop for its url says of the datagram's unverified svc= and
+ * url= (wire format 1.3): the url, and for a member key that did not
+ * match, what it was derived for. */
+static const char *unverified_detail(unsigned drop, const beacon_datagram_t *dg,
+                                     apr_pool_t *p)
+{
+    const char *url = dg->unverified_url.ptr
+                          ? apr_pstrcat(p, "'", escaped_span(p, &dg->unverified_url),
+                                        "'", NULL)
+                          : "(no url=)";
+
+    if (drop != BEACON_DROP_MAC_MISMATCH) {
+        return apr_pstrcat(p, " ", url, NULL);
+    }
+    return apr_pstrcat(p, " (member key derived for svc=",
+                       dg->unverified_svc.ptr ? escaped_span(p, &dg->unverified_svc)
+                                              : "(none)",
+                       " url=", url, ")", NULL);
+}
+
 static void report_drop(beacon_receiver *r, unsigned drop,
                         const beacon_event_t *ev, const struct sockaddr *peer,
                         socklen_t peer_len, apr_time_t now, apr_pool_t *p)
@@ -148,6 +168,10 @@ static void report_drop(beacon_receiver *r, unsigned drop,
     }
     else if (drop == BEACON_DROP_URL_NOT_ALLOWED) {
         detail = not_allowed_detail(r, ev, peer, p);
+    }
+    else if (drop == BEACON_DROP_REVOKED || drop == BEACON_DROP_URL_NOT_CANONICAL ||
+             (drop == BEACON_DROP_MAC_MISMATCH && ev->dg.unverified_url.ptr)) {
+        detail = unverified_detail(drop, &ev->dg, p);
     }
     else if (drop == BEACON_DROP_TABLE_FULL && r->bal) {
         detail = apr_pstrcat(p, " ", ev->url, " (balancer://", r->bal->name, ")",

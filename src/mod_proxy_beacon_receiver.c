@@ -114,6 +114,16 @@ static const char *registry_key(apr_pool_t *p, const beacon_receiver *r)
                         r->listener->nlanes > 1 ? r->bal->name : "");
 }
 
+/* The key set of r's balancer in its listener's ring. */
+static int ring_set_of(const beacon_receiver *r)
+{
+    int set = r->service ? beacon_ring_find(r->listener->ring, r->service,
+                                            strlen(r->service))
+                         : -1;
+
+    return set >= 0 ? set : BEACON_SERVICE_DEFAULT;
+}
+
 static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
 {
     beacon_member_policy policy = {r->conf->timeout.value,
@@ -125,7 +135,8 @@ static apr_status_t attach_balancer(beacon_receiver *r, apr_pool_t *pconf)
                                    r->bal->contexts,
                                    r->bal->slowstart.set
                                        ? r->bal->slowstart.value
-                                       : r->conf->slowstart.value};
+                                       : r->conf->slowstart.value,
+                                   r->listener->ring, ring_set_of(r)};
     int restored, forgotten;
 
     r->target = beacon_balancer_open(pconf, r->s, r->bal->name,

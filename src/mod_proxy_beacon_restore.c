@@ -204,6 +204,24 @@ static int no_longer_allowed(beacon_worker_balancer *ws,
     return 1;
 }
 
+/* Whether e's url is revoked (ProxyBeaconRevoke, revoke=): it is not put
+ * back, so that the restart that brings a revocation takes the member
+ * out at once. Logged. */
+static int revoked(beacon_worker_balancer *ws, const beacon_member_policy *policy,
+                   const beacon_entry *e)
+{
+    if (policy->ring == NULL ||
+        !beacon_ring_is_revoked(policy->ring, policy->ring_set, e->url,
+                                strlen(e->url))) {
+        return 0;
+    }
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, beacon_worker_server(ws),
+                 BCNLOGNO(00212) "not restoring %s in %s: revoked "
+                 "(ProxyBeaconRevoke or revoke=); beacon no longer manages it",
+                 e->url, beacon_worker_balancer_name(ws));
+    return 1;
+}
+
 /* Puts e's member back as it was; 0 when it is not (logged). */
 static int restore_member(beacon_worker_balancer *ws, beacon_slots_reserved *slots,
                           const beacon_member_policy *policy, beacon_entry *e,
@@ -212,7 +230,7 @@ static int restore_member(beacon_worker_balancer *ws, beacon_slots_reserved *slo
     const beacon_member_params *params = policy->params;
     beacon_slot *slot;
 
-    if (no_longer_allowed(ws, policy, e, p)) {
+    if (revoked(ws, policy, e) || no_longer_allowed(ws, policy, e, p)) {
         drop(ws, slots, e, p);
         beacon_registry_forget(e);
         return 0;

@@ -29,6 +29,9 @@ typedef struct {
                                    * keeps only the contexts it allows */
     apr_interval_time_t slowstart; /* ProxyBeaconSlowStart, slowstart=;
                                    * 0: none */
+    const beacon_ring_t *ring;    /* the receiver's keys, and its revoked
+                                   * urls: a revoked member is not restored */
+    int ring_set;                 /* the balancer's key set in ring */
 } beacon_member_policy;
 
 /*
