@@ -683,12 +683,18 @@ def drops_text(dropped):
     return ", ".join(f"{r} {n}" for r, n in sorted(dropped.items())) or "none"
 
 
+def pair_figures(a, b):
+    """The figures two receivers' forged runs are compared by: for each,
+    the highest paced rate with no drop, the median unpaced kept-up rate
+    and CPU per datagram; and b / a of the unpaced rounds, paired."""
+    def cpu(runs):
+        return bl.median([r["us_per_dgram"] for r in runs if not r["target_rate"]])
+    return (best_clean(a), best_clean(b), bl.median(unpaced(a)), bl.median(unpaced(b)),
+            cpu(a), cpu(b), [y / x for x, y in zip(unpaced(a), unpaced(b)) if x])
+
+
 def derive_summary(shared, derived, counted):
-    us, ud = bl.median(unpaced(shared)), bl.median(unpaced(derived))
-    cs = bl.median([r["us_per_dgram"] for r in shared if not r["target_rate"]])
-    cd = bl.median([r["us_per_dgram"] for r in derived if not r["target_rate"]])
-    bs, bd = best_clean(shared), best_clean(derived)
-    paired = [d / s for s, d in zip(unpaced(shared), unpaced(derived)) if s]
+    bs, bd, us, ud, cs, cd, paired = pair_figures(shared, derived)
     return [f"   highest paced rate with no drop: shared {fmt(bs, '.0f')}/s, derived "
             f"{fmt(bd, '.0f')}/s",
             f"   unpaced forged drops/s kept up (median): shared {fmt(us, '.0f')}/s, derived "
@@ -803,11 +809,7 @@ def bench_services(ctx):
 
 
 def services_summary(one, many, counted):
-    b1, bn = best_clean(one), best_clean(many)
-    u1, un = bl.median(unpaced(one)), bl.median(unpaced(many))
-    c1 = bl.median([r["us_per_dgram"] for r in one if not r["target_rate"]])
-    cn = bl.median([r["us_per_dgram"] for r in many if not r["target_rate"]])
-    paired = [b / a for a, b in zip(unpaced(one), unpaced(many)) if a]
+    b1, bn, u1, un, c1, cn, paired = pair_figures(one, many)
     return [f"   highest paced rate with no drop: 1 service {fmt(b1, '.0f')}/s, {SERVICES} "
             f"services {fmt(bn, '.0f')}/s, ratio {fmt(bn / b1 if b1 and bn else None, '.3f')}",
             f"   unpaced kept up (median): 1 service {fmt(u1, '.0f')}/s, {SERVICES} services "
