@@ -134,7 +134,7 @@ static unsigned masters_of(const beacon_ring_t *ring, int set)
 
 static int is_master(unsigned masters, unsigned i)
 {
-    return (masters >> i) & 1u;
+    return ((masters >> i) & 1u) != 0;
 }
 
 /* Whether the key sets of a and b (indexes or -1) have a key in common:
