@@ -235,16 +235,17 @@ class Proxy(Httpd):
     /beacon-status (the module's handler; beacon_status() reads its ?json).
     services=N: the receiver feeds N balancers instead of cluster, one per
     service (service_names(N), balancer://sNN, each its own key). slots=N:
-    cluster reserves N member slots (ProxyBeaconBalancer cluster slots=N)."""
+    cluster reserves N member slots (ProxyBeaconBalancer cluster slots=N).
+    secret: the receiver's ProxyBeaconSecret (derive:... for a master)."""
 
     def __init__(self, workdir, module=None, members=(), growth=4, receiver=None,
                  loglevel=None, extra="", receiver_extra="", status_page=False,
-                 services=0, slots=0):
+                 services=0, slots=0, secret=SECRET):
         tail = ""
         names = service_names(services)
         if receiver:
             cluster = f"cluster slots={slots}" if slots else "cluster"
-            tail = receiver_config(receiver[0], timeout=receiver[1],
+            tail = receiver_config(receiver[0], timeout=receiver[1], secret=secret,
                                    balancer=None if names else cluster,
                                    extra=services_config(names) + receiver_extra)
         if status_page:

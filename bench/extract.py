@@ -82,6 +82,7 @@ def receiver_load(kept, busy, cpu):
 # ---- bench_datagram (bench/bench_datagram.c) -------------------------------------
 
 LIBRARY_ROW_RE = re.compile(r"^\((\w)\).*?([\d.]+) ns", re.M)
+LIBRARY_DELTA_RE = re.compile(r"^(\w)-(\w)\s.*?([+-][\d.]+) ns", re.M)
 
 
 def library_figures(stdout):
@@ -91,6 +92,16 @@ def library_figures(stdout):
     missing = [k for k in "abc" if k not in rows]
     if missing:
         raise Broken(f"bench_datagram printed no row ({') ('.join(missing)})")
+    return rows
+
+
+def library_deltas(stdout):
+    """{"f-e": ns, ...} of bench_datagram's differences, run by run: f-e (a
+    member key's cost on a valid datagram), i-h (on a forged one), j-i (a
+    second master), k-f (256 revoked urls). Broken without f-e."""
+    rows = {f"{x}-{y}": float(v) for x, y, v in LIBRARY_DELTA_RE.findall(stdout)}
+    if "f-e" not in rows:
+        raise Broken("bench_datagram printed no difference f-e (a member key, valid)")
     return rows
 
 
@@ -247,6 +258,20 @@ def service_receivers(body):
             raise Broken("/beacon-status?json has no dropped.mac_mismatch")
         out[rx["balancer"]] = {"service": rx["service"],
                                "mac_mismatch": rx["dropped"]["mac_mismatch"]}
+    return out
+
+
+def dropped_totals(body):
+    """{reason id: count} of a /beacon-status?json body's dropped counters,
+    every balancer of every receiver summed (a receiver counts a drop
+    before the service is known in its first balancer's). Broken when a
+    receiver has none."""
+    out = {}
+    for rx in receivers(body):
+        if not rx.get("dropped"):
+            raise Broken("/beacon-status?json's receiver has no dropped counters")
+        for k, v in rx["dropped"].items():
+            out[k] = out.get(k, 0) + v
     return out
 
 

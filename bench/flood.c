@@ -18,7 +18,13 @@
  *                     until empty (--batch 1) or recvmmsg() (otherwise),
  *                     as the receiver drains; nothing is verified
  *   --url U           a url to announce (repeatable), or
- *   --urls-file F     one url per line (at most 4096)
+ *   --urls-file F     one url per line (at most 4096); each is sent in its
+ *                     canonical form (beacon_url_canonicalize), and one
+ *                     that is no member's url is refused: a forged
+ *                     datagram then reaches the MAC under a master too
+ *                     (derive:, wire format 1.3), instead of being dropped
+ *                     before it as url not canonical. Default: one url,
+ *                     http://127.0.0.1:9
  *   --svc S           a service (svc=, wire format 1.2) the datagrams name
  *                     (repeatable, at most 256): the datagrams take them in
  *                     turn; without it they name none. All are signed with
@@ -112,11 +118,17 @@ static void sleep_until(double t)
     }
 }
 
+/* Keeps u's canonical form: what a member sends, and what a receiver
+ * with a master derives the member key for. */
 static void add_url(const char *u)
 {
+    char canonical[BEACON_URL_MAX];
+
     if (nurls == MAX_URLS)
         die("more than %s urls", "4096");
-    if (!(urls[nurls] = strdup(u)))
+    if (beacon_url_canonicalize(u, strlen(u), canonical, sizeof canonical))
+        die("not a member url: %s", u);
+    if (!(urls[nurls] = strdup(canonical)))
         die("%s", "out of memory");
     nurls++;
 }

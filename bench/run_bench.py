@@ -66,6 +66,7 @@ import collections
 import contextlib
 import http.client
 import json
+import os
 import re
 import selectors
 import shutil
@@ -260,6 +261,35 @@ def bench_library(ctx):
              if l.strip() and not l.startswith("machine:")]
     lines.append(f"   SipHash share: {100 * ns['c'] / ns['a']:.0f}% of a valid datagram, "
                  f"{100 * ns['c'] / ns['b']:.0f}% of a forged one")
+    lines += member_key_lines(ctx, ns, ex.library_deltas(r.stdout))
+    return lines
+
+
+MEMBER_KEY_GROWTH = 150  # ns a master may add to a valid datagram (issue 36)
+
+
+def member_key_lines(ctx, ns, d):
+    """Where a member key's time goes, and the goal: a valid datagram under a
+    master costs at most MEMBER_KEY_GROWTH ns more than under a shared key
+    (f - e, run by run). Under a master the MAC is still one; what it adds
+    is the canonical-url check (l) and the derivation (g)."""
+    growth = d["f-e"]
+    lines = [f"   member keys (wire format 1.3): a valid datagram +{growth:.0f} ns under a master "
+             f"(f - e); of it the derivation (g) {fmt(ns.get('g'), '.0f')} ns and the "
+             f"canonical-url check (l) {fmt(ns.get('l'), '.0f')} ns, the MAC (c) being one "
+             "either way",
+             f"   forged: +{fmt(d.get('i-h'), '.0f')} ns under a master (i - h), a second master "
+             f"+{fmt(d.get('j-i'), '.0f')} ns more (j - i); 256 revoked urls "
+             f"{fmt(d.get('k-f'), '+.0f')} ns on a valid datagram (k - f)"]
+    if ns.get("h") and ns.get("i"):
+        lines.append(f"   forged datagrams per second in the library alone, master / shared key: "
+                     f"{ns['h'] / ns['i']:.2f} (h / i; the receiver's own costs come on top: "
+                     "2. control, b)")
+    ctx.goal("library", f"a valid datagram under a master costs <= {MEMBER_KEY_GROWTH} ns more "
+             "than under a shared key", growth <= MEMBER_KEY_GROWTH,
+             f"+{growth:.0f} ns (f - e, median of the runs' differences: {fmt(ns.get('e'), '.0f')}"
+             f" -> {fmt(ns.get('f'), '.0f')} ns); derivation {fmt(ns.get('g'), '.0f')} ns, "
+             f"canonical-url check {fmt(ns.get('l'), '.0f')} ns")
     return lines
 
 
@@ -534,7 +564,7 @@ def bench_control(ctx):
     lines.append(f"   V after the forged floods: {'enabled' if v_ok else 'DISABLED'}, "
                  f"evicted {v_evicted} time(s)")
     control_goal(ctx, forged, v_ok)
-    return lines
+    return lines + run_parts(ctx, "control", (("b) derived keys", control_derive, (ctx,)),))
 
 
 def control_goal(ctx, forged, v_ok):
@@ -557,6 +587,152 @@ def control_goal(ctx, forged, v_ok):
              f"{g['v_accepted']} of {g['v_sent']}"
              f"{'' if g['v_last_kept'] else ', its last one not kept'}), "
              f"V {'enabled' if v_ok else 'DISABLED'}")
+
+
+def take_turns(ctx, setups, rates, step, max_secs, what):
+    """A forged flood at each of rates (0: unpaced, max_secs long; else step
+    long) against each of setups ({key: {proxy, pid, runs[, services]}}),
+    the proxies taking turns, the first alternating: drift in the
+    machine's load falls on all. Each run is appended to its setup's
+    runs; what(key) names it in the log."""
+    keys = list(setups)
+    for i, rate in enumerate(rates):
+        for k in (keys if i % 2 == 0 else keys[::-1]):
+            s = setups[k]
+            log(f"{what(k)}, " + (f"at {rate}/s" if rate else "as fast as possible"))
+            s["runs"].append(flood_run(ctx, s["proxy"], s["pid"], "forged",
+                                       step if rate else max_secs, rate,
+                                       services=s.get("services", ())))
+
+
+# ---- 2. control, b) derived keys (issue 36) ----------------------------------------
+
+DERIVE_GOAL = 0.8  # forged drops/s, derived-key receiver / shared-key receiver
+MASTER = "hex:5a0f1e2d3c4b69788796a5b4c3d2e1f0"  # the derived-key receiver's master
+
+
+def member_key(ctx, master, url):
+    """The member key `beaconctl derive-key` issues for url (no service)
+    under master, as hex:."""
+    r = subprocess.run([str(ctx.build / "beaconctl"), "derive-key", "--url", url],
+                       env={**os.environ, "BEACON_SECRET": master}, capture_output=True,
+                       text=True, timeout=30)
+    keys = [w for w in r.stdout.split() if w.startswith("hex:")]
+    if r.returncode != 0 or len(keys) != 1:
+        raise RuntimeError(f"beaconctl derive-key exited {r.returncode}: "
+                           f"{(r.stderr or r.stdout).strip()[:200]}")
+    return keys[0]
+
+
+def key_proxy(ctx, label, secret, key):
+    """A receiver whose ProxyBeaconSecret is secret, with /beacon-status;
+    before any flood, a valid announcement signed with key (what a member
+    of it holds) must join: the receiver verifies as configured."""
+    udp = bl.free_port()
+    p = ctx.track(bl.Proxy(ctx.dir / f"ctl-{label}", module=ctx.module, growth=2,
+                           receiver=(udp, "300"), secret=secret,
+                           status_page=True)).start_receiver()
+    sender = bl.Sender(udp, secret=key)
+    sender.announce(PROBE_URL)
+    sender.close()
+    wait_members(p, [PROBE_URL])
+    return {"proxy": p, "pid": p.receiver_pid(), "runs": [],
+            "before": ex.dropped_totals(p.beacon_status_body(f"before-{label}.json"))}
+
+
+def control_derive(ctx):
+    """The forged flood (bench_flood's default url, canonical, no svc=)
+    against a receiver whose default set is a master (derive:) and one with
+    a shared key, taking turns: under the master each datagram's member key
+    is derived before its MAC. Every datagram delivered must be counted as
+    mac mismatch, or the flood measured another drop."""
+    if ctx.quick:
+        ladder, step, max_secs, rounds = [200_000], 1, 1.5, 1
+    else:
+        ladder, step, max_secs, rounds = [100_000, 200_000, 300_000, 400_000], 2, 3, 3
+    setups = {"shared": key_proxy(ctx, "shared", bl.SECRET, bl.SECRET),
+              "derived": key_proxy(ctx, "derived", "derive:" + MASTER,
+                                   member_key(ctx, MASTER, PROBE_URL))}
+    take_turns(ctx, setups, ladder + [0] * rounds, step, max_secs,
+               lambda k: f"control: forged, {k}-key receiver")
+    counted = {}
+    for k, s in setups.items():
+        delivered = sum(r["sent"] - r["send_errors"] - r["drops"] for r in s["runs"])
+        after = ex.dropped_totals(s["proxy"].beacon_status_body(f"{k}.json"))
+        counted[k] = ({r: n - s["before"].get(r, 0) for r, n in after.items()
+                       if n != s["before"].get(r, 0)}, delivered)
+        ctx.check_log(s["proxy"], f"control/{k}-key proxy")
+    shared, derived = setups["shared"]["runs"], setups["derived"]["runs"]
+    ctx.raw["control_derive"] = {k: {"runs": s["runs"], "dropped": counted[k][0],
+                                     "delivered": counted[k][1]} for k, s in setups.items()}
+    lines = ["   b) derived keys (issue 36): the same forged flood (url=http://127.0.0.1:9, "
+             "canonical, no svc=) against two",
+             "   receivers taking turns: ProxyBeaconSecret derive:hex:... (each datagram's "
+             "member key derived, then its MAC) and hex:...;",
+             f"   {step:g} s per paced rate, {max_secs:g} s unpaced x {rounds}; columns as above",
+             f"   {'':7}{'target':>7}{'sent/s':>11}{'sent':>10}{'drops':>9}{'RcvbufE':>9}"
+             f"{'kept/s':>11}{'cpu':>8}{'us/dgram':>10}"]
+    lines += control_lines(shared, "shared")
+    lines += control_lines(derived, "derived")
+    lines += derive_summary(shared, derived, counted)
+    derive_goal(ctx, shared, derived, counted)
+    return lines
+
+
+def drops_text(dropped):
+    return ", ".join(f"{r} {n}" for r, n in sorted(dropped.items())) or "none"
+
+
+def pair_figures(a, b):
+    """The figures two receivers' forged runs are compared by: for each,
+    the highest paced rate with no drop, the median unpaced kept-up rate
+    and CPU per datagram; and b / a of the unpaced rounds, paired."""
+    def cpu(runs):
+        return bl.median([r["us_per_dgram"] for r in runs if not r["target_rate"]])
+    return (best_clean(a), best_clean(b), bl.median(unpaced(a)), bl.median(unpaced(b)),
+            cpu(a), cpu(b), [y / x for x, y in zip(unpaced(a), unpaced(b)) if x])
+
+
+def derive_summary(shared, derived, counted):
+    bs, bd, us, ud, cs, cd, paired = pair_figures(shared, derived)
+    return [f"   highest paced rate with no drop: shared {fmt(bs, '.0f')}/s, derived "
+            f"{fmt(bd, '.0f')}/s",
+            f"   unpaced forged drops/s kept up (median): shared {fmt(us, '.0f')}/s, derived "
+            f"{fmt(ud, '.0f')}/s, ratio {fmt(ud / us if us and ud else None, '.3f')} "
+            f"(rounds {rng(paired, '.3f')})",
+            f"   receiver CPU per forged datagram, unpaced (median): shared {fmt(cs, '.2f')} us,"
+            f" derived {fmt(cd, '.2f')} us (ratio {fmt(cs / cd if cs and cd else None, '.3f')}:"
+            f" about {fmt(1e3 / cs if cs else None, '.0f')}k/s vs "
+            f"{fmt(1e3 / cd if cd else None, '.0f')}k/s on a core of its own)",
+            "   drops counted (?json dropped, all balancers) of those delivered: "
+            + "; ".join(f"{k} {drops_text(d)} of {n}" for k, (d, n) in counted.items())]
+
+
+def derive_goal(ctx, shared, derived, counted):
+    """The goal: the unpaced forged rate a derived-key receiver keeps up
+    (median of the rounds) >= DERIVE_GOAL x a shared-key one's, every
+    datagram delivered to either counted as mac mismatch and as nothing
+    else. BROKEN without an unpaced run of each, or when the shared-key
+    receiver kept nothing."""
+    us, ud = bl.median(unpaced(shared)), bl.median(unpaced(derived))
+    if us is None or ud is None:
+        ctx.broken("control", "no unpaced forged run against the shared- and derived-key "
+                   "receivers")
+        return
+    if not us:
+        ctx.broken("control", "the shared-key receiver kept no datagram")
+        return
+    ratio = ud / us
+    miscounted = [f"{k} {drops_text(d)} of {n}" for k, (d, n) in counted.items()
+                  if d != {"mac_mismatch": n}]
+    detail = (f"ratio {ratio:.3f} ({ud:.0f} vs {us:.0f}/s unpaced kept up; highest paced with"
+              f" no drop {fmt(best_clean(derived), '.0f')} vs {fmt(best_clean(shared), '.0f')}"
+              "/s)")
+    if miscounted:
+        detail += "; not all counted as mac mismatch: " + "; ".join(miscounted)
+    ctx.goal("control", f"the forged flood against a derived-key receiver keeps >= "
+             f"{DERIVE_GOAL} of the rate of a shared-key one", ratio >= DERIVE_GOAL
+             and not miscounted, detail)
 
 
 # ---- 8. services -------------------------------------------------------------------
@@ -606,16 +782,8 @@ def bench_services(ctx):
         p, names = services_proxy(ctx, n)
         setups[n] = {"proxy": p, "services": names, "pid": p.receiver_pid(),
                      "before": p.service_status(f"status-{n}.json"), "runs": []}
-    # the two proxies take turns, the first alternating: drift in the
-    # machine's load falls on both
-    for i, rate in enumerate(ladder + [0] * rounds):
-        for n in ((1, SERVICES) if i % 2 == 0 else (SERVICES, 1)):
-            s = setups[n]
-            log(f"services: forged, {n} service(s), "
-                + (f"at {rate}/s" if rate else "as fast as possible"))
-            s["runs"].append(flood_run(ctx, s["proxy"], s["pid"], "forged",
-                                       step if rate else max_secs, rate,
-                                       services=s["services"]))
+    take_turns(ctx, setups, ladder + [0] * rounds, step, max_secs,
+               lambda n: f"services: forged, {n} service(s)")
     counted = {}
     for n, s in setups.items():
         delivered = sum(r["sent"] - r["send_errors"] - r["drops"] for r in s["runs"])
@@ -641,11 +809,7 @@ def bench_services(ctx):
 
 
 def services_summary(one, many, counted):
-    b1, bn = best_clean(one), best_clean(many)
-    u1, un = bl.median(unpaced(one)), bl.median(unpaced(many))
-    c1 = bl.median([r["us_per_dgram"] for r in one if not r["target_rate"]])
-    cn = bl.median([r["us_per_dgram"] for r in many if not r["target_rate"]])
-    paired = [b / a for a, b in zip(unpaced(one), unpaced(many)) if a]
+    b1, bn, u1, un, c1, cn, paired = pair_figures(one, many)
     return [f"   highest paced rate with no drop: 1 service {fmt(b1, '.0f')}/s, {SERVICES} "
             f"services {fmt(bn, '.0f')}/s, ratio {fmt(bn / b1 if b1 and bn else None, '.3f')}",
             f"   unpaced kept up (median): 1 service {fmt(u1, '.0f')}/s, {SERVICES} services "

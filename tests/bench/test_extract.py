@@ -21,17 +21,44 @@ from extract import Broken
 REPO = Path(__file__).resolve().parents[2]
 
 
+LIBRARY_DELTAS = {"f-e": 352.0, "i-h": 450.0, "j-i": 357.6, "k-f": 441.3}
+DERIVED_MAC_MISMATCH = 4440831  # the derived-key receiver of the recorded run
+
+
 # ---- library: bench_datagram -------------------------------------------------------
 
 def test_library_rows(fixture_text):
     ns = ex.library_figures(fixture_text("library", "bench_datagram.txt"))
-    assert ns == {"a": 437.2, "b": 139.7, "c": 43.3, "d": 484.5}
+    assert ns == {"a": 979.4, "b": 305.7, "c": 108.7, "d": 766.5, "e": 1291.6, "f": 1743.0,
+                  "g": 177.7, "h": 481.0, "i": 953.0, "j": 1414.0, "k": 2092.9, "l": 246.3}
 
 
 def test_library_without_rows_is_broken(fixture_text):
     head = fixture_text("library", "bench_datagram.txt").split("\n(a)")[0]
     with pytest.raises(Broken, match=r"no row \(a\) \(b\) \(c\)"):
         ex.library_figures(head)
+
+
+def test_library_differences(fixture_text):
+    """The run-by-run differences: a member key on a valid and a forged
+    datagram, a second master, 256 revoked urls; none is a row."""
+    out = fixture_text("library", "bench_datagram.txt")
+    assert ex.library_deltas(out) == LIBRARY_DELTAS
+    assert set(ex.library_figures(out)) == set("abcdefghijkl")
+    with pytest.raises(Broken, match="no difference f-e"):
+        ex.library_deltas(out.split("\ndifferences")[0])
+
+
+def test_dropped_totals_sum_every_balancer(fixture_text):
+    """The derived-key receiver of control b): every forged datagram it
+    was sent dropped as mac mismatch, none as url not canonical."""
+    before = ex.dropped_totals(fixture_text("control", "before-derived.json"))
+    after = ex.dropped_totals(fixture_text("control", "derived.json"))
+    moved = {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+    assert moved == {"mac_mismatch": DERIVED_MAC_MISMATCH}
+    assert after["url_not_canonical"] == 0 and after["revoked"] == 0
+    with pytest.raises(Broken, match="no dropped counters"):
+        ex.dropped_totals('{"receivers": [{"balancer": "balancer://cluster"}]}')
 
 
 # ---- request (and footprint, churn): wrk --latency ----------------------------------

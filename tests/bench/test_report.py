@@ -117,6 +117,42 @@ def test_services_ratio_met_missed_and_broken(ctx):
     assert goals[4].startswith("   BROKEN ") and "one service kept no datagram" in goals[4]
 
 
+def test_derived_key_ratio_met_missed_and_broken(ctx):
+    """Control b): the ratio of the unpaced kept-up rates (medians of the
+    rounds), derived / shared key; a datagram counted as anything but mac
+    mismatch (url not canonical: the flood measured the cheap drop) makes it
+    MISSED; no unpaced run, or none kept with the shared key, is BROKEN."""
+    ok = {"shared": ({"mac_mismatch": 900}, 900), "derived": ({"mac_mismatch": 800}, 800)}
+    rb.derive_goal(ctx, services_runs([300_000, 320_000, 310_000]),
+                   services_runs([260_000, 250_000, 270_000]), ok)
+    rb.derive_goal(ctx, services_runs([300_000]), services_runs([230_000]), ok)
+    rb.derive_goal(ctx, services_runs([300_000]), services_runs([300_000]),
+                   {"shared": ({"mac_mismatch": 900}, 900),
+                    "derived": ({"url_not_canonical": 800}, 800)})
+    rb.derive_goal(ctx, services_runs([300_000]), services_runs([]), ok)
+    rb.derive_goal(ctx, services_runs([0]), services_runs([300_000]), ok)
+    goals = goals_block(table(ctx, {})).splitlines()
+    assert goals[0].startswith("   met    ") and "ratio 0.839 (260000 vs 310000/s" in goals[0]
+    assert goals[1].startswith("   MISSED ") and "ratio 0.767" in goals[1]
+    assert goals[2].startswith("   MISSED ") and "ratio 1.000" in goals[2] \
+        and "derived url_not_canonical 800 of 800" in goals[2]
+    assert goals[3].startswith("   BROKEN ") and "no unpaced forged run" in goals[3]
+    assert goals[4].startswith("   BROKEN ") and "shared-key receiver kept no" in goals[4]
+
+
+def test_member_key_growth_met_and_missed(ctx, fixture_text):
+    """The library's goal: a valid datagram under a master <= 150 ns over a
+    shared key, from the f-e difference bench_datagram prints."""
+    out = fixture_text("library", "bench_datagram.txt")
+    ns, d = ex.library_figures(out), ex.library_deltas(out)
+    lines = rb.member_key_lines(ctx, ns, d)
+    rb.member_key_lines(ctx, ns, dict(d, **{"f-e": 150.0}))
+    rb.member_key_lines(ctx, ns, dict(d, **{"f-e": 150.1}))
+    assert f"a valid datagram +{d['f-e']:.0f} ns under a master" in lines[0]
+    goals = [g[2] for g in ctx.goals]
+    assert goals[1:] == [True, False]
+
+
 def wrk_runs(*rps, cpu_us=None):
     return [{"rps": r, "p99": 10.0, "non2xx": 0, "socket_errors": 0, "cpu_us": cpu_us,
              "requests": 10 * int(r)} for r in rps]
