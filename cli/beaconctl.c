@@ -77,13 +77,17 @@ static const command_t commands[] = {
     {"listen",
      "--bind ADDR:PORT [--max-skew SECONDS] [--count N]\n"
      "[--service NAME] [--allow LIST ...]\n"
-     "[--secret-file FILE ... | --secret-exec COMMAND ...]",
+     "[--secret-file FILE ... | --secret-exec COMMAND ...]\n"
+     "[--master-file FILE ... | --master-exec COMMAND ...]",
      "Receives datagrams and prints one line for each: what a proxy with\n"
      "the same secret, max skew, service and ProxyBeaconAllow would\n"
      "decide. The tool to reach for when a backend never joins. During a\n"
      "rotation give --secret-file (or --secret-exec) once per secret, at\n"
      "most 4: any of them verifies, as on a proxy with several\n"
-     "ProxyBeaconSecret lines.\n"
+     "ProxyBeaconSecret lines. A master (--master-file, --master-exec,\n"
+     "or BEACON_SECRET=derive:hex:...) verifies as ProxyBeaconSecret\n"
+     "derive:... does, with the member key derived for each datagram's\n"
+     "svc= and url= (wire format, version 1.3: member keys).\n"
      "  accepted url=<canonical> host=.. pid=.. seq=.. ts=.. [svc=..]\n"
      "      [ctx=..] [route=..] [lbfactor=..] [state=..] from IP:PORT\n"
      "      -> add|renew|disable|enable|ignore\n"
@@ -91,6 +95,9 @@ static const command_t commands[] = {
      "  dropped <reason> from IP:PORT[: detail]\n"
      "  (a bad field names its key: dropped bad field svc from ...)\n"
      "  dropped url not allowed from IP:PORT: url=<canonical> (why)\n"
+     "  dropped url not canonical from IP:PORT: url=.. (canonical: ..)\n"
+     "  dropped mac mismatch from IP:PORT (member key derived for\n"
+     "      svc=.. url=..): \"<datagram>\"      (under a master)\n"
      "Fields keep the wire order; absent ones are left out. The replay\n"
      "check starts empty, like a proxy just started, and counts every add\n"
      "as done. Bytes from the network are shown escaped (\\xNN). Output\n"
@@ -122,9 +129,10 @@ static const command_t commands[] = {
      "[--secret-file FILE | --secret-exec COMMAND]",
      "Prints the key of one member, derived from a master for the\n"
      "member's service and canonical url (wire format, version 1.3:\n"
-     "member keys; the receiver's derive mode is not yet implemented in\n"
-     "this release). The secret read is the master: hex: and 32 hex\n"
-     "digits; a passphrase is refused. Two lines:\n"
+     "member keys). The secret read is the master: hex: and 32 hex\n"
+     "digits; a passphrase is refused. BEACON_SECRET may say it as\n"
+     "ProxyBeaconSecret does, derive:hex:..., derive:file:/path or\n"
+     "derive:exec:/path. Two lines:\n"
      "  hex:<32 hex digits>     the member's key\n"
      "  <canonical url>         the url it is derived for\n"
      "The first line is a secret file as it is: give it to the member as\n"
@@ -132,7 +140,8 @@ static const command_t commands[] = {
      "secret), never the master. The member must announce exactly that\n"
      "url and service: a url is canonicalized as the receiver does it\n"
      "(https://App.Example.com:443/ is https://app.example.com), and one\n"
-     "the receiver would refuse is refused here.",
+     "the receiver would refuse is refused here. beaconctl listen\n"
+     "--master-file checks what the member sends with the master.",
      derive_options, run_derive},
     {NULL, NULL, NULL, NULL, NULL}};
 

@@ -101,26 +101,36 @@ void check_state(const char *state, int leaving_ok);
  */
 void take_secret_env(apr_pool_t *p);
 
-/* Where a key comes from: --secret-file FILE or --secret-exec COMMAND. */
+/* Where a key comes from: --secret-file FILE or --secret-exec COMMAND,
+ * or a master from --master-file FILE or --master-exec COMMAND. */
 typedef struct {
     const char *text;  /* the FILE or the COMMAND; NULL: BEACON_SECRET */
     int exec;
+    int master;        /* --master-file or --master-exec */
 } secret_arg_t;
 
 /*
  * The key from arg, or from BEACON_SECRET (as take_secret_env() took it,
  * read as ProxyBeaconSecret reads its value: the secret, file: or exec:)
  * when arg is NULL or empty. Every problem is a configuration error; no
- * message shows the secret.
+ * message shows the secret. A master in BEACON_SECRET (derive:) is one:
+ * a master signs nothing.
  */
 void load_key(apr_pool_t *p, const secret_arg_t *arg, beacon_key_t *key);
 
 /* The same for a master (derive-key): hex: only, a passphrase is a
- * configuration error (libbeacon's BEACON_KEY_USE_MASTER). */
+ * configuration error (libbeacon's BEACON_KEY_USE_MASTER). BEACON_SECRET
+ * may say derive: before it, as ProxyBeaconSecret does, or not. */
 void load_master(apr_pool_t *p, const secret_arg_t *arg, beacon_key_t *key);
 
-/* --secret-file or --secret-exec, as an option loop meets it, into *arg;
- * given both, or one twice, is a usage error. */
+/* A key or a master (listen): a master from --master-file or
+ * --master-exec, or from BEACON_SECRET with derive: (libbeacon's
+ * beacon_secret_use). Returns 1 for a master, else 0. */
+int load_key_or_master(apr_pool_t *p, const secret_arg_t *arg,
+                       beacon_key_t *key);
+
+/* --secret-file, --secret-exec, --master-file or --master-exec, as an
+ * option loop meets it, into *arg; a second one is a usage error. */
 void take_secret_arg(secret_arg_t *arg, int optch, const char *value);
 
 /* ------------------------------------------------------------------ */
@@ -151,7 +161,9 @@ enum {
     OPT_UNTIL_COMMAND,
     OPT_ALLOW,
     OPT_LBFACTOR_COMMAND,
-    OPT_LBFACTOR_FROM
+    OPT_LBFACTOR_FROM,
+    OPT_MASTER_FILE,
+    OPT_MASTER_EXEC
 };
 
 /* One option: the --help text is generated from the same table. */

@@ -278,17 +278,27 @@ void take_secret_env(apr_pool_t *p)
     apr_env_delete(SECRET_ENV, p);
 }
 
-/* A --secret-file FILE: its I/O message names the path already. */
-static void key_from_file(apr_pool_t *p, const char *file,
+/* What a command takes: a key (send, sign, drain), a master
+ * (derive-key), or either, as its options or BEACON_SECRET's derive:
+ * prefix say (listen). */
+typedef enum {
+    TAKE_KEY,
+    TAKE_MASTER,
+    TAKE_EITHER
+} take_t;
+
+/* A --secret-file or --master-file FILE (option): its I/O message names
+ * the path already. */
+static void key_from_file(apr_pool_t *p, const char *option, const char *file,
                           beacon_key_use_t use, beacon_key_t *key)
 {
     const char *err = beacon_key_read_file_as(p, file, use, key, NULL);
 
     if (err && names_path(err, file)) {
-        fail(EXIT_USAGE, "--secret-file: %s", err);
+        fail(EXIT_USAGE, "%s: %s", option, err);
     }
     if (err) {
-        fail(EXIT_USAGE, "--secret-file %s: %s", file, err);
+        fail(EXIT_USAGE, "%s %s: %s", option, file, err);
     }
 }
 
@@ -306,20 +316,31 @@ static void key_from_exec(apr_pool_t *p, const char *what,
 
 /*
  * BEACON_SECRET read as ProxyBeaconSecret reads its value (libbeacon's
- * beacon_secret_source): the secret itself, file:PATH or exec:PATH.
+ * beacon_secret_use and beacon_secret_source): derive: before a master,
+ * then the secret itself, file:PATH or exec:PATH. Returns the use.
  */
-static void key_from_env(apr_pool_t *p, beacon_key_use_t use,
-                         beacon_key_t *key)
+static beacon_key_use_t key_from_env(apr_pool_t *p, take_t take,
+                                     beacon_key_t *key)
 {
     beacon_secret_source_t source;
-    const char *rest, *err;
+    beacon_key_use_t use;
+    const char *value, *rest, *err;
 
     if (env_secret == NULL) {
         fail(EXIT_USAGE, "no secret: use --secret-file FILE, --secret-exec "
              "PROGRAM or the environment variable " SECRET_ENV " (see "
              "beaconctl %s --help)", cmd_name);
     }
-    err = beacon_secret_source(env_secret, &source, &rest);
+    beacon_secret_use(env_secret, &use, &value);
+    if (use == BEACON_KEY_USE_MASTER && take == TAKE_KEY) {
+        fail(EXIT_USAGE, SECRET_ENV ": a master (derive:) signs nothing: "
+             "give this sender its member key, which beaconctl derive-key "
+             "prints");
+    }
+    if (take == TAKE_MASTER) {
+        use = BEACON_KEY_USE_MASTER; /* derive: or not, derive-key's is one */
+    }
+    err = beacon_secret_source(value, &source, &rest);
     if (err == NULL && source == BEACON_SECRET_FILE) {
         err = beacon_key_read_file_as(p, rest, use, key, NULL);
     }
@@ -333,6 +354,7 @@ static void key_from_env(apr_pool_t *p, beacon_key_use_t use,
         fail(EXIT_USAGE, SECRET_ENV ": %s", err);
     }
     beacon_wipe(env_secret, strlen(env_secret)); /* one key per run */
+    return use;
 }
 
 void take_secret_arg(secret_arg_t *arg, int optch, const char *value)
@@ -342,29 +364,43 @@ void take_secret_arg(secret_arg_t *arg, int optch, const char *value)
              "once");
     }
     arg->text = value;
-    arg->exec = optch == OPT_SECRET_EXEC;
+    arg->exec = optch == OPT_SECRET_EXEC || optch == OPT_MASTER_EXEC;
+    arg->master = optch == OPT_MASTER_FILE || optch == OPT_MASTER_EXEC;
 }
 
-static void load_secret(apr_pool_t *p, const secret_arg_t *arg,
-                        beacon_key_use_t use, beacon_key_t *key)
+static beacon_key_use_t load_secret(apr_pool_t *p, const secret_arg_t *arg,
+                                    take_t take, beacon_key_t *key)
 {
+    beacon_key_use_t use;
+
     if (arg == NULL || arg->text == NULL) {
-        key_from_env(p, use, key);
+        return key_from_env(p, take, key);
     }
-    else if (arg->exec) {
-        key_from_exec(p, "--secret-exec", arg->text, use, key);
+    use = arg->master || take == TAKE_MASTER ? BEACON_KEY_USE_MASTER
+                                             : BEACON_KEY_USE_MAC;
+    if (arg->exec) {
+        key_from_exec(p, arg->master ? "--master-exec" : "--secret-exec",
+                      arg->text, use, key);
     }
     else {
-        key_from_file(p, arg->text, use, key);
+        key_from_file(p, arg->master ? "--master-file" : "--secret-file",
+                      arg->text, use, key);
     }
+    return use;
 }
 
 void load_key(apr_pool_t *p, const secret_arg_t *arg, beacon_key_t *key)
 {
-    load_secret(p, arg, BEACON_KEY_USE_MAC, key);
+    (void)load_secret(p, arg, TAKE_KEY, key);
 }
 
 void load_master(apr_pool_t *p, const secret_arg_t *arg, beacon_key_t *key)
 {
-    load_secret(p, arg, BEACON_KEY_USE_MASTER, key);
+    (void)load_secret(p, arg, TAKE_MASTER, key);
+}
+
+int load_key_or_master(apr_pool_t *p, const secret_arg_t *arg,
+                       beacon_key_t *key)
+{
+    return load_secret(p, arg, TAKE_EITHER, key) == BEACON_KEY_USE_MASTER;
 }

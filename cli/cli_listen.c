@@ -3,8 +3,9 @@
 /*
  * beaconctl listen: receives datagrams and prints, one line each, what a
  * proxy with the same secrets and max skew would decide. The decision is
- * beacon_receive_any()'s, the very call the module makes; this file only
- * says it.
+ * beacon_verify_ring()'s and beacon_receive_verified()'s, the very calls
+ * the module makes, on a ring of the same keys and masters; this file
+ * only says it.
  */
 
 #include <stdio.h>
@@ -57,13 +58,26 @@ const option_t listen_options[] = {
      "unspecified, multicast and broadcast addresses", 0},
     SECRET_FILE_OPTION(0), /* once per secret */
     SECRET_EXEC_OPTION(0),
+    {"master-file", OPT_MASTER_FILE, "FILE",
+     "as --secret-file, for a master (derive mode, as\n"
+     "ProxyBeaconSecret derive:file:): a datagram is\n"
+     "verified with the member key derived for its svc=\n"
+     "and url=, and one whose url is not in canonical\n"
+     "form, or that has none, is refused. hex: only.\n"
+     "Keys and masters: 4 at most, any verifies.\n"
+     "Without any of these options, " SECRET_ENV "\n"
+     "(derive: before it, derive:hex:, derive:file:\n"
+     "or derive:exec:, makes it a master)", 0},
+    {"master-exec", OPT_MASTER_EXEC, "COMMAND",
+     "as --secret-exec, for a master (as\n"
+     "ProxyBeaconSecret derive:exec:)", 0},
     HELP_OPTION,
     OPTIONS_END};
 
 typedef struct {
     beacon_table_t *table;
-    beacon_key_t keys[BEACON_MAX_KEYS]; /* any of them verifies */
-    unsigned nkeys;
+    beacon_ring_t *ring;                /* the keys and masters, --service */
+    unsigned nkeys;                     /* keys and masters */
     apr_interval_time_t max_skew;
     const beacon_reach_t *allow;        /* --allow; NULL: the defaults */
     apr_int64_t count;                  /* datagrams to take; 0: no end */
@@ -114,6 +128,46 @@ static void put_stale_detail(const listener_t *l, const beacon_event_t *ev,
            format_duration(l->p, l->max_skew));
 }
 
+/* What the member keys of a mac mismatch under masters were derived for:
+ * the datagram's svc= (none: the empty service) and url=, unverified. */
+static void put_derived_for(const beacon_datagram_t *dg)
+{
+    fputs(" (member key derived for svc=", stdout);
+    if (dg->unverified_svc.ptr && dg->unverified_svc.len > 0) {
+        put_escaped(dg->unverified_svc.ptr, dg->unverified_svc.len,
+                    SHOWN_BYTES);
+    }
+    else {
+        fputs("(none)", stdout);
+    }
+    fputs(" url=", stdout);
+    put_escaped(dg->unverified_url.ptr, dg->unverified_url.len, SHOWN_BYTES);
+    putchar(')');
+}
+
+/* The url of a datagram refused under masters, and the canonical form
+ * the member should announce, or why there is none. */
+static void put_not_canonical(const beacon_span_t *url)
+{
+    char canonical[BEACON_URL_MAX];
+    const char *err;
+
+    if (url->ptr == NULL) {
+        fputs(": no url=", stdout);
+        return;
+    }
+    fputs(": url=", stdout);
+    put_escaped(url->ptr, url->len, SHOWN_BYTES);
+    err = beacon_url_canonicalize(url->ptr, url->len, canonical,
+                                  sizeof(canonical));
+    if (err) {
+        printf(" (%s)", err);
+    }
+    else {
+        printf(" (canonical: %s)", canonical);
+    }
+}
+
 /* The detail after "dropped <reason> from <peer>". */
 static void put_drop_detail(const listener_t *l, beacon_reason_t reason,
                             const beacon_event_t *ev, const char *buf,
@@ -127,9 +181,17 @@ static void put_drop_detail(const listener_t *l, beacon_reason_t reason,
         printf(": more than %d bytes", BEACON_MAX_DATAGRAM);
         break;
     case BEACON_DROP_MAC_MISMATCH:
-        fputs(l->nkeys > 1 ? " (not signed with any of these secrets?)"
-                           : " (not signed with this secret?)", stdout);
+        if (ev->dg.unverified_url.ptr) { /* under masters */
+            put_derived_for(&ev->dg);
+        }
+        else {
+            fputs(l->nkeys > 1 ? " (not signed with any of these secrets?)"
+                               : " (not signed with this secret?)", stdout);
+        }
         put_datagram(buf, len);
+        break;
+    case BEACON_DROP_URL_NOT_CANONICAL:
+        put_not_canonical(&ev->dg.unverified_url);
         break;
     case BEACON_DROP_STALE_TS:
         put_stale_detail(l, ev, now);
@@ -223,8 +285,11 @@ static void report(listener_t *l, const char *buf, apr_size_t len,
     gate.receiver = l->allow; /* NULL: the defaults, as a proxy without */
     gate.balancer = NULL;     /* ProxyBeaconAllow; no balancer narrows */
     gate.source = source_of(from);
-    reason = beacon_receive_any(l->table, l->keys, l->nkeys, buf, len, now,
-                                &gate, &ev);
+    memset(&ev, 0, sizeof(ev));
+    reason = beacon_verify_ring(buf, len, l->ring, now, l->max_skew, &ev.dg);
+    if (reason == BEACON_OK) {
+        reason = beacon_receive_verified(l->table, now, &gate, &ev);
+    }
     if (reason == BEACON_OK) {
         put_accepted(&ev, peer);
     }
@@ -266,19 +331,48 @@ static void parse_listen_options(apr_pool_t *p, const command_t *cmd,
             continue;
         }
         if (args->nsecrets == BEACON_MAX_KEYS) {
-            fail(EXIT_USAGE, "--secret-file and --secret-exec: at most %d "
-                 "secrets", BEACON_MAX_KEYS);
+            fail(EXIT_USAGE, "--secret-file, --secret-exec, --master-file "
+                 "and --master-exec: at most %d secrets", BEACON_MAX_KEYS);
         }
         take_secret_arg(&args->secrets[args->nsecrets++], optch, arg);
     }
+}
+
+/*
+ * The ring of a proxy with these secrets (ProxyBeaconSecret, derive: for
+ * a master) and ProxyBeaconService service (NULL: none), as the module
+ * makes it: the service takes the default keys and masters, and a
+ * datagram without svc= is a wrong service.
+ */
+static beacon_ring_t *make_ring(apr_pool_t *p, const secret_arg_t *secrets,
+                                unsigned nkeys, const char *service)
+{
+    beacon_ring_t *ring = apr_palloc(p, sizeof(*ring));
+    beacon_key_t keys[BEACON_MAX_KEYS];
+    unsigned i, masters = 0;
+
+    for (i = 0; i < nkeys; i++) {
+        if (load_key_or_master(p, &secrets[i], &keys[i])) {
+            masters |= 1u << i;
+        }
+    }
+    beacon_ring_init(ring, keys, nkeys);
+    beacon_wipe(keys, sizeof(keys));
+    beacon_ring_set_masters(ring, BEACON_SERVICE_DEFAULT, masters);
+    if (service) {
+        check_service(service);
+        if (beacon_ring_add(ring, service, NULL, 0) != NULL) {
+            fail(EXIT_USAGE, "--service %s: not a service", service);
+        }
+        beacon_ring_require_service(ring, 1);
+    }
+    return ring;
 }
 
 /* --max-skew, --count and the keys: how datagrams are judged. */
 static void setup_listener(apr_pool_t *p, const listen_args_t *args,
                            listener_t *l)
 {
-    unsigned i;
-
     l->p = p;
     l->allow = args->allow;
     l->max_skew = BEACON_DEFAULT_MAX_SKEW;
@@ -297,13 +391,10 @@ static void setup_listener(apr_pool_t *p, const listen_args_t *args,
     /* no --secret-file nor --secret-exec: one key, from the environment
      * (secrets[0] empty) */
     l->nkeys = args->nsecrets > 0 ? args->nsecrets : 1;
-    for (i = 0; i < l->nkeys; i++) {
-        load_key(p, &args->secrets[i], &l->keys[i]);
-    }
+    l->ring = make_ring(p, args->secrets, l->nkeys, args->service);
     /* 0: no lease, the default */
     l->table = beacon_table_make(p, BEACON_TABLE_CAPACITY, 0, l->max_skew);
-    if (args->service) {
-        check_service(args->service);
+    if (args->service) { /* the ring decides; the lines name it */
         beacon_table_set_service(l->table, args->service);
     }
 }
@@ -445,6 +536,6 @@ int run_listen(apr_pool_t *p, const command_t *cmd, int argc,
     flush_stdout();
     listen_loop(&l);
     apr_socket_close(l.sock);
-    beacon_wipe(l.keys, sizeof(l.keys));
+    beacon_wipe(l.ring, sizeof(*l.ring));
     return 0;
 }
