@@ -295,7 +295,7 @@ public final class BeaconListener implements LifecycleListener, ContainerListene
     /**
      * The advertised url: the attribute, or the connector's scheme, address
      * and port, where an address of every interface becomes the one the
-     * route to the first proxy address leaves from.
+     * route to the first proxy address leaves from; in canonical form (Url).
      */
     private synchronized String urlVia(InetSocketAddress proxy) {
         if (settings.advertise != null) {
@@ -316,7 +316,7 @@ public final class BeaconListener implements LifecycleListener, ContainerListene
         String host = address.getHostAddress().replaceAll("%.*$", "");
         int port = connector.getLocalPort() > 0 ? connector.getLocalPort() : connector.getPort();
         urlVia = proxy;
-        urlViaUrl = connector.getScheme() + "://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port;
+        urlViaUrl = Url.of(connector.getScheme(), host, port); // canonical: member keys are derived for it
         return urlViaUrl;
     }
 

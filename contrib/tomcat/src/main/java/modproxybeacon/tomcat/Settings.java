@@ -72,7 +72,12 @@ final class Settings {
         if (raw.advertise != null && !URL.matcher(raw.advertise).matches()) {
             throw bad("advertise", raw.advertise, "expects scheme://host[:port], no path");
         }
-        advertise = raw.advertise == null ? null : raw.advertise.replaceAll("/$", "");
+        try {
+            // announced in canonical form: a receiver with member keys drops any other
+            advertise = raw.advertise == null ? null : Url.canonical(raw.advertise);
+        } catch (IllegalArgumentException e) {
+            throw bad("advertise", raw.advertise, e.getMessage());
+        }
         connectorPort = raw.connectorPort == null ? null : port("connectorPort", raw.connectorPort);
         excludedContexts = contexts(raw.excludedContexts);
         if (raw.lbfactor != null && !raw.lbfactor.equals(AUTO) && !Wire.isFactor(raw.lbfactor)) {

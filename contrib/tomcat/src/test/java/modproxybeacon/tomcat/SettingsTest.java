@@ -110,6 +110,12 @@ public class SettingsTest {
         assertEquals("http://10.0.0.5:8080", settings(r -> r.advertise = "http://10.0.0.5:8080/").advertise);
         assertEquals("https://[::1]", settings(r -> r.advertise = "https://[::1]").advertise);
         assertTrue(refused(r -> r.advertise = "http://h/app").endsWith("expects scheme://host[:port], no path"));
+        // announced in canonical form (tests/vectors/urls.txt), what a member key is derived for
+        assertEquals("https://app.example.com", settings(r -> r.advertise = "HTTPS://App.Example.COM:443/").advertise);
+        assertEquals("http://[::1]:8080", settings(r -> r.advertise = "http://[0:0:0:0:0:0:0:1]:08080").advertise);
+        assertTrue(refused(r -> r.advertise = "http://h:0").startsWith("advertise=\"http://h:0\": the port is 0"));
+        assertTrue(refused(r -> r.advertise = "ftp://h").startsWith("advertise=\"ftp://h\": the scheme is not one"));
+        assertTrue(refused(r -> r.advertise = "uwsgi://h").contains("needs a port"));
         assertEquals(Set.of("/", "/manager"), settings(r -> r.excludedContexts = " /manager, /").excludedContexts);
         assertTrue(refused(r -> r.excludedContexts = "manager").startsWith(
                 "excludedContexts=\"manager\": 'manager' is not a context path"));
