@@ -39,7 +39,9 @@ const char *beacon_revoke_add(cmd_parms *cmd, beacon_revoked **list,
     }
     for (url = apr_strtok(copy, ",", &last); err == NULL && url;
          url = apr_strtok(NULL, ",", &last)) {
-        err = add_one(cmd->pool, *list, url);
+        if ((err = add_one(cmd->pool, *list, url)) != NULL) {
+            break; /* url is the one to name */
+        }
     }
     if (err == NULL) {
         return NULL;
