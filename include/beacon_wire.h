@@ -135,6 +135,10 @@ typedef struct {
     /* beacon_verify_ring: the index of the ring's service svc= names, or
      * BEACON_SERVICE_DEFAULT; always BEACON_SERVICE_DEFAULT otherwise. */
     int service;
+    /* beacon_verify_ring, when a member key verified it: url is in
+     * canonical form (checked before the MAC), so beacon_receive_verified
+     * takes it as it is rather than canonicalizing it again. */
+    int url_is_canonical;
 } beacon_datagram_t;
 
 /* What state= says. */

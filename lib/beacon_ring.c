@@ -276,7 +276,7 @@ int beacon_ring_is_revoked(const beacon_ring_t *ring, int set, const char *url,
 static beacon_reason_t set_matches(const char *buf, apr_size_t signed_len,
                                    const beacon_key_t *keys, unsigned nkeys,
                                    unsigned masters, const beacon_span_t *svc,
-                                   const beacon_span_t *url)
+                                   const beacon_span_t *url, int *by_member_key)
 {
     beacon_key_t member;
     unsigned i;
@@ -287,7 +287,7 @@ static beacon_reason_t set_matches(const char *buf, apr_size_t signed_len,
             return BEACON_OK;
         }
     }
-    if ((masters & ((1u << nkeys) - 1)) == 0) {
+    if (masters == 0) {
         return BEACON_DROP_MAC_MISMATCH;
     }
     if (url->ptr == NULL || !beacon_url_is_canonical(url->ptr, url->len)) {
@@ -300,6 +300,7 @@ static beacon_reason_t set_matches(const char *buf, apr_size_t signed_len,
                   beacon_mac_matches(buf, signed_len, &member);
     }
     beacon_key_wipe(&member);
+    *by_member_key = matched;
     return matched ? BEACON_OK : BEACON_DROP_MAC_MISMATCH;
 }
 
@@ -328,8 +329,8 @@ beacon_reason_t beacon_verify_ring(const char *buf, apr_size_t len,
 {
     apr_size_t signed_len;
     const beacon_key_t *keys;
-    unsigned nkeys;
-    int set;
+    unsigned nkeys, masters;
+    int set, by_member_key = 0;
     beacon_span_t svc, url;
     beacon_reason_t reason = beacon_check_frame(buf, len, &signed_len, out);
 
@@ -341,15 +342,18 @@ beacon_reason_t beacon_verify_ring(const char *buf, apr_size_t len,
     beacon_first_tokens(buf, signed_len, &svc, &url);
     set = beacon_ring_find(ring, svc.ptr, svc.len);
     keys = beacon_ring_keys(ring, set, &nkeys);
+    masters = masters_of(ring, set) & ((1u << nkeys) - 1); /* keys it has */
     reason = beacon_ring_is_revoked(ring, set, url.ptr, url.len)
                  ? BEACON_DROP_REVOKED
-                 : set_matches(buf, signed_len, keys, nkeys,
-                               masters_of(ring, set), &svc, &url);
+                 : set_matches(buf, signed_len, keys, nkeys, masters, &svc,
+                               &url, &by_member_key);
     if (reason == BEACON_OK) {
         reason = beacon_check_fields(buf, signed_len, now, max_skew, out);
+        /* out->url is url (a second url= is a duplicate field) */
+        out->url_is_canonical = by_member_key && out->url.ptr == url.ptr;
         return reason == BEACON_OK ? ring_service(ring, out) : reason;
     }
-    if (reason != BEACON_DROP_MAC_MISMATCH || masters_of(ring, set) != 0) {
+    if (reason != BEACON_DROP_MAC_MISMATCH || masters != 0) {
         /* a drop for the url, or under member keys: what it claimed */
         out->unverified_svc = svc;
         out->unverified_url = url;

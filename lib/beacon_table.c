@@ -549,8 +549,12 @@ beacon_reason_t beacon_receive_verified(beacon_table_t *t, apr_time_t now,
     if (ev->dg.url.ptr == NULL) {
         return BEACON_OK; /* a heartbeat */
     }
-    if (beacon_url_canonicalize(ev->dg.url.ptr, ev->dg.url.len, ev->url,
-                                sizeof(ev->url)) != NULL) {
+    if (ev->dg.url_is_canonical && ev->dg.url.len < sizeof(ev->url)) {
+        memcpy(ev->url, ev->dg.url.ptr, ev->dg.url.len); /* checked once */
+        ev->url[ev->dg.url.len] = '\0';
+    }
+    else if (beacon_url_canonicalize(ev->dg.url.ptr, ev->dg.url.len, ev->url,
+                                     sizeof(ev->url)) != NULL) {
         ev->url[0] = '\0';
         return BEACON_DROP_UNACCEPTABLE_URL;
     }
