@@ -635,6 +635,36 @@ static void a_mixed_set_accepts_plain_keys_and_members(void **state)
     }
 }
 
+/* Only a member key vouches that the url is canonical (the check before
+ * its MAC): step 7 then takes it as it is, and the table names the same
+ * member as when it canonicalizes. */
+static void only_a_member_key_marks_the_url_canonical(void **state)
+{
+    const beacon_key_t keys[2] = {plain, master_a};
+    beacon_ring_t *r = new_ring(keys, 2, 2);
+    const char *urls[2] = {U1, "HTTP://10.0.0.5:8080/"};
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < 2; i++) {
+        datagram_t d = announce(&plain, urls[i], NULL, NULL);
+        verdict_t v = verify_at(r, &d, NOW);
+
+        assert_reason_equal(v.reason, BEACON_OK, "the plain key");
+        assert_int_equal(v.out.url_is_canonical, 0);
+        done(&v);
+    }
+    {
+        datagram_t d = member_says(&master_a, NULL, U1, NULL);
+        verdict_t v = verify_at(r, &d, NOW);
+
+        assert_reason_equal(v.reason, BEACON_OK, "a member key");
+        assert_int_equal(v.out.url_is_canonical, 1);
+        done(&v);
+    }
+    free(r);
+}
+
 /* ------------------------------------------------------------------ */
 /* Revocation                                                          */
 
@@ -936,6 +966,7 @@ int main(void)
         cmocka_unit_test(a_second_url_or_svc_is_a_duplicate_field),
         cmocka_unit_test(two_masters_each_verify_their_members),
         cmocka_unit_test(a_mixed_set_accepts_plain_keys_and_members),
+        cmocka_unit_test(only_a_member_key_marks_the_url_canonical),
         cmocka_unit_test(a_url_is_revoked_in_its_set_only),
         cmocka_unit_test(a_url_revoked_in_every_set_is_dropped_whatever_svc_says),
         cmocka_unit_test(a_revoked_url_is_revoked_in_every_spelling),
