@@ -130,17 +130,35 @@ static const char *balancers_problem(apr_pool_t *p, server_rec *s,
     return NULL;
 }
 
+/* The key ring a receiver's configuration gives, made in p as check_config
+ * looks at it (beacon_config_receiver_ring's ring, lane and default lane;
+ * err: NULL, or what the ring refused). */
+typedef struct {
+    beacon_ring_t *ring;
+    int *lane;
+    int none;
+    const char *err;
+} receiver_keys;
+
+static receiver_keys keys_of_receiver(apr_pool_t *p,
+                                      const beacon_server_conf *conf)
+{
+    receiver_keys k;
+
+    k.ring = apr_palloc(p, sizeof(*k.ring));
+    k.lane = apr_palloc(p, sizeof(int) *
+                           (apr_size_t)(beacon_config_balancer_count(conf) + 1));
+    k.err = beacon_config_receiver_ring(conf, k.ring, k.lane, &k.none);
+    return k;
+}
+
 /* What the key ring refuses of a receiver's keys, services and
  * revocations (more than it holds), now rather than at its start. */
 static const char *ring_problem(apr_pool_t *p, const beacon_server_conf *conf)
 {
-    beacon_ring_t *ring = apr_palloc(p, sizeof(*ring));
-    int *lane = apr_palloc(p, sizeof(int) *
-                              (apr_size_t)(beacon_config_balancer_count(conf) + 1));
-    int none;
-    const char *err = beacon_config_receiver_ring(conf, ring, lane, &none);
+    receiver_keys k = keys_of_receiver(p, conf);
 
-    return err ? apr_pstrcat(p, "the receiver's keys: ", err, NULL) : NULL;
+    return k.err ? apr_pstrcat(p, "the receiver's keys: ", k.err, NULL) : NULL;
 }
 
 static const char *receiver_problem(apr_pool_t *p, server_rec *s,
@@ -340,15 +358,14 @@ static void warn_lbmethod(apr_pool_t *p, server_rec *s,
 static void warn_shared_keys(apr_pool_t *p, server_rec *s,
                              const beacon_server_conf *conf)
 {
-    beacon_ring_t *ring = apr_palloc(p, sizeof(*ring));
-    int *lane = apr_palloc(p, sizeof(int) *
-                              (apr_size_t)(beacon_config_balancer_count(conf) + 1));
+    receiver_keys k = keys_of_receiver(p, conf);
+    const beacon_ring_t *ring = k.ring;
+    const int *lane = k.lane;
     const char *host;
     apr_port_t port;
-    int a, b, none;
+    int a, b, none = k.none;
 
-    if (beacon_config_receiver_ring(conf, ring, lane, &none) != NULL ||
-        !beacon_ring_shared_key(ring, &a, &b)) {
+    if (k.err != NULL || !beacon_ring_shared_key(ring, &a, &b)) {
         return;
     }
     if (a < 0 && ring->service[b].nkeys == 0 && none >= 0) {
