@@ -251,13 +251,14 @@ const char *beacon_ring_revoke(beacon_ring_t *ring, int set, const char *url)
     return NULL;
 }
 
-int beacon_ring_is_revoked(const beacon_ring_t *ring, int set, const char *url,
-                           apr_size_t len)
+/* Whether the canonical url (NULL: no member url, never revoked) is
+ * revoked in set or in every set. */
+static int canonical_is_revoked(const beacon_ring_t *ring, int set,
+                                const char *canonical)
 {
-    char canonical[BEACON_URL_MAX];
+    apr_size_t len;
 
-    if (ring->nrevoked == 0 || url == NULL ||
-        beacon_url_canonicalize(url, len, canonical, sizeof(canonical)) != NULL) {
+    if (ring->nrevoked == 0 || canonical == NULL) {
         return 0; /* a url that is no member's is refused after the MAC */
     }
     len = strlen(canonical);
@@ -265,18 +266,39 @@ int beacon_ring_is_revoked(const beacon_ring_t *ring, int set, const char *url,
            revoked_entry(ring, set, canonical, len) != NULL;
 }
 
+/* The canonical form of url[0..len) into out, or NULL when it is no
+ * member's url (or absent). */
+static const char *canonical_of(const char *url, apr_size_t len,
+                                char out[BEACON_URL_MAX])
+{
+    return url != NULL && beacon_url_canonicalize(url, len, out,
+                                                  BEACON_URL_MAX) == NULL
+               ? out
+               : NULL;
+}
+
+int beacon_ring_is_revoked(const beacon_ring_t *ring, int set, const char *url,
+                           apr_size_t len)
+{
+    char out[BEACON_URL_MAX];
+
+    return ring->nrevoked > 0 &&
+           canonical_is_revoked(ring, set, canonical_of(url, len, out));
+}
+
 /* ------------------------------------------------------------------ */
 /* Verification                                                        */
 
 /*
  * Step 3 under the key set keys[0..nkeys) with masters: the keys first,
- * one MAC each, then, for a canonical url only, each master's member key
- * for svc and url.
+ * one MAC each, then, for a canonical url only (url_canonical), each
+ * master's member key for svc and url.
  */
 static beacon_reason_t set_matches(const char *buf, apr_size_t signed_len,
                                    const beacon_key_t *keys, unsigned nkeys,
                                    unsigned masters, const beacon_span_t *svc,
-                                   const beacon_span_t *url, int *by_member_key)
+                                   const beacon_span_t *url, int url_canonical,
+                                   int *by_member_key)
 {
     beacon_key_t member;
     unsigned i;
@@ -290,7 +312,7 @@ static beacon_reason_t set_matches(const char *buf, apr_size_t signed_len,
     if (masters == 0) {
         return BEACON_DROP_MAC_MISMATCH;
     }
-    if (url->ptr == NULL || !beacon_url_is_canonical(url->ptr, url->len)) {
+    if (!url_canonical) {
         return BEACON_DROP_URL_NOT_CANONICAL;
     }
     for (i = 0; !matched && i < nkeys && i < BEACON_MAX_KEYS; i++) {
@@ -302,6 +324,15 @@ static beacon_reason_t set_matches(const char *buf, apr_size_t signed_len,
     beacon_key_wipe(&member);
     *by_member_key = matched;
     return matched ? BEACON_OK : BEACON_DROP_MAC_MISMATCH;
+}
+
+/* Whether canonical (NULL: none) is url's bytes exactly: a url already in
+ * canonical form (beacon_url_is_canonical's answer, from one
+ * canonicalization). */
+static int is_these_bytes(const char *canonical, const beacon_span_t *url)
+{
+    return canonical != NULL && strlen(canonical) == url->len &&
+           memcmp(canonical, url->ptr, url->len) == 0;
 }
 
 /* Step 6 on a ring: which service a verified datagram is for. */
@@ -332,6 +363,8 @@ beacon_reason_t beacon_verify_ring(const char *buf, apr_size_t len,
     unsigned nkeys, masters;
     int set, by_member_key = 0;
     beacon_span_t svc, url;
+    char buf_canonical[BEACON_URL_MAX];
+    const char *canonical = NULL;
     beacon_reason_t reason = beacon_check_frame(buf, len, &signed_len, out);
 
     if (reason != BEACON_OK) {
@@ -343,10 +376,15 @@ beacon_reason_t beacon_verify_ring(const char *buf, apr_size_t len,
     set = beacon_ring_find(ring, svc.ptr, svc.len);
     keys = beacon_ring_keys(ring, set, &nkeys);
     masters = masters_of(ring, set) & ((1u << nkeys) - 1); /* keys it has */
-    reason = beacon_ring_is_revoked(ring, set, url.ptr, url.len)
+    if (masters != 0 || ring->nrevoked > 0) {
+        /* once, for both: a ring of plain keys only pays nothing here */
+        canonical = canonical_of(url.ptr, url.len, buf_canonical);
+    }
+    reason = canonical_is_revoked(ring, set, canonical)
                  ? BEACON_DROP_REVOKED
                  : set_matches(buf, signed_len, keys, nkeys, masters, &svc,
-                               &url, &by_member_key);
+                               &url, is_these_bytes(canonical, &url),
+                               &by_member_key);
     if (reason == BEACON_OK) {
         reason = beacon_check_fields(buf, signed_len, now, max_skew, out);
         /* out->url is url (a second url= is a duplicate field) */
